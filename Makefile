@@ -1,0 +1,43 @@
+# Ballast — make help lists the targets.
+SHELL := /usr/bin/env bash
+GO    ?= go
+BIN   := $(CURDIR)/bin
+# envtest finds etcd, kube-apiserver and kubectl here.
+export KUBEBUILDER_ASSETS := $(BIN)
+GOTESTFLAGS ?= -count=1 -timeout 30m
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: tools
+tools: ## build the pinned test-bed tools (kube v1.37.2, etcd, helm, kwok, controller-gen) into bin/
+	@hack/tools/build.sh
+
+.PHONY: build
+build: ## build ballast-control into bin/
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: generate
+generate: ## regenerate deepcopy code and CRD manifests
+	@hack/tools/build.sh controller-gen
+	$(BIN)/controller-gen object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=pkg/apis/ballast/v1/crds
+
+.PHONY: verify
+verify: generate ## regenerate everything and fail if the tree changed
+	@git diff --exit-code -- pkg/apis || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- pkg/apis)" || { git status --porcelain -- pkg/apis; echo "untracked generated files: run make generate and commit"; exit 1; }
+	@$(GO) mod tidy -diff
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	$(GO) vet ./...
+
+.PHONY: test
+test: tools ## run every test against the real servers (builds the tools first)
+	$(GO) test $(GOTESTFLAGS) ./...
+
+.PHONY: demo
+demo: ## run the measure → profile → apply loop locally (not built yet, see README)
+	@echo "make demo: the local sandbox is not built yet (issue: make demo). See README.md § Status."

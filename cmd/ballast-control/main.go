@@ -1,0 +1,40 @@
+// Command ballast-control is Ballast's control plane: policies, profiles, the admission
+// webhook and in-place resizes. `ballast-control apply-crds` installs the CRDs.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ballastk8s/ballast/pkg/control/app"
+)
+
+func main() {
+	o := app.NewOptions()
+	o.AddFlags(flag.CommandLine)
+	flag.Parse()
+	if err := o.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	o.SetupLogging()
+	ctx := ctrl.SetupSignalHandler()
+	cfg, err := ctrl.GetConfig()
+	if err == nil && flag.Arg(0) == "apply-crds" {
+		err = app.ApplyCRDs(ctx, cfg)
+	} else if err == nil && flag.NArg() > 0 {
+		err = fmt.Errorf("unknown subcommand %q (known: apply-crds)", flag.Arg(0))
+	} else if err == nil {
+		var mgr ctrl.Manager
+		if mgr, err = app.New(o, cfg); err == nil {
+			err = mgr.Start(ctx)
+		}
+	}
+	if err != nil {
+		ctrl.Log.Error(err, "ballast-control failed")
+		os.Exit(1)
+	}
+}

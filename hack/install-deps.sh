@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Ballast's tests need on a fresh Debian 12 machine:
+# Valkey 8 from bookworm-backports (redis-server as the fallback the harness also accepts),
+# openssl for test PKI. The backports suite is added by reusing the mirror URI of the
+# machine's own Debian source, so no mirror host is written here.
+set -euo pipefail
+
+if [ "$(id -u)" != 0 ]; then echo "install-deps: run as root" >&2; exit 1; fi
+export DEBIAN_FRONTEND=noninteractive
+
+bp=/etc/apt/sources.list.d/ballast-bookworm-backports.sources
+if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  uri=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+  [ -n "$uri" ] || uri=$(awk '$1=="deb" && $0 ~ /bookworm/ && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+  if [ -n "$uri" ]; then
+    printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri" >"$bp"
+  else
+    echo "install-deps: no Debian apt source found to derive bookworm-backports from" >&2
+  fi
+fi
+
+apt-get update -qq
+apt-get install -y -qq openssl ca-certificates make >/dev/null
+if ! apt-get install -y -qq -t bookworm-backports valkey-server valkey-tools >/dev/null; then
+  echo "install-deps: valkey-server unavailable, installing redis-server as the fallback" >&2
+  apt-get install -y -qq redis-server >/dev/null
+fi
+# Debian starts the packaged service; the tests start their own servers on free ports.
+systemctl disable --now valkey-server redis-server >/dev/null 2>&1 || true
+command -v valkey-server || command -v redis-server

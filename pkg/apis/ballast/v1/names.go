@@ -1,0 +1,65 @@
+package v1
+
+// Names and constants of SPEC §1. Every component uses these; none spells them itself.
+const (
+	// Prefix is the label and annotation prefix of every Ballast key.
+	Prefix = "ballast.tightlinesoftware.com/"
+
+	// ModeLabel enrolls a pod: measure, apply or resize.
+	ModeLabel = Prefix + "mode"
+	// ResourceProfileLabel is the conventional optional identity label to split environments.
+	ResourceProfileLabel = Prefix + "resource-profile"
+
+	ModeMeasure = "measure"
+	ModeApply   = "apply"
+	ModeResize  = "resize"
+
+	// ProfileRefAnnotation names the WorkloadProfile a pod is bound to.
+	ProfileRefAnnotation = Prefix + "profile-ref"
+	// PolicyRefAnnotation names the governing policy: <name> or <namespace>/<name>.
+	PolicyRefAnnotation = Prefix + "policy-ref"
+
+	LastResizeAnnotation       = Prefix + "last-resize"
+	ResizeBlockedAnnotation    = Prefix + "resize-blocked"
+	ResizeBlockedAtAnnotation  = Prefix + "resize-blocked-at"
+	ResizeStateAnnotation      = Prefix + "resize-state"
+	ResizeStateSinceAnnotation = Prefix + "resize-state-since"
+
+	// ProfileFinalizer purges a profile's store data before the profile goes away.
+	ProfileFinalizer = Prefix + "profile-cleanup"
+
+	// BallastConfigName is the only BallastConfig name Ballast reads.
+	BallastConfigName = "ballast"
+	// KillSwitchConfigMap activates the kill switch while it exists in the operator namespace.
+	KillSwitchConfigMap = "ballast-kill-switch"
+	// DefaultOperatorNamespace is used when neither the flag nor POD_NAMESPACE is set.
+	DefaultOperatorNamespace = "ballast-system"
+
+	WebhookName                 = "mpod.ballast.tightlinesoftware.com"
+	WebhookPath                 = "/mutate-v1-pod"
+	WebhookPort                 = 9443
+	LeaderElectionID            = "910c37cf.tightlinesoftware.com"
+	MissingSentinel             = "--missing--"
+	PresentSentinel             = "--present--"
+	NoPolicy                    = "nopolicy"
+	EventComponent              = "ballast"
+	CRDFieldManager             = "ballast-crd-installer"
+	SourceTypeKubernetesMetrics = "kubernetesMetrics"
+	SourceTypeKubeletSummary    = "kubeletSummary"
+)
+
+// AppliedAnnotation is the annotation recording a value written at admission,
+// e.g. applied-cpu-request.
+func AppliedAnnotation(resource, field string) string {
+	return Prefix + "applied-" + resource + "-" + field
+}
+
+// ClampedAnnotation is the annotation recording the pre-clamp value of a request.
+func ClampedAnnotation(resource string) string {
+	return Prefix + "clamped-" + resource + "-request"
+}
+
+// ValidMode reports whether v is one of the enrollment modes.
+func ValidMode(v string) bool {
+	return v == ModeMeasure || v == ModeApply || v == ModeResize
+}

@@ -1,0 +1,211 @@
+package v1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// ResourcePolicySpec is the spec shared by ClusterResourcePolicy and ResourcePolicy (SPEC §2.3).
+// No field has a schema default: blanks get their resolve-time defaults in memory
+// (DefaultPolicySpec) and the stored object shows only what its author wrote.
+type ResourcePolicySpec struct {
+	// Priority orders policies of the same kind; higher wins.
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
+
+	// +optional
+	Selector PolicySelector `json:"selector,omitzero"`
+
+	// Metrics maps (resource, field) to a statistic of a source. Resources not listed are never touched.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Metrics []MetricSpec `json:"metrics,omitempty"`
+
+	// +optional
+	Readiness Readiness `json:"readiness,omitzero"`
+
+	// +optional
+	Behaviors Behaviors `json:"behaviors,omitzero"`
+}
+
+// PolicySelector narrows the pods a policy governs. Every part must match.
+type PolicySelector struct {
+	// Kinds of the top-level workload (or of the direct controller, for ReplicaSet and Job).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Kinds []string `json:"kinds,omitempty"`
+
+	// +optional
+	Namespaces NamespaceSelector `json:"namespaces,omitzero"`
+
+	// Annotations: every key must exist on the pod and its value match the pattern
+	// (exact string, or a full-string RE2 regex written /…/).
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// LabelSelector on pod labels.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// NamespaceSelector includes and excludes namespaces by pattern (exact, or /regex/).
+type NamespaceSelector struct {
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	Include []string `json:"include,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	Exclude []string `json:"exclude,omitempty"`
+}
+
+// MetricSpec maps one (resource, field) to an aggregation of a source's samples.
+type MetricSpec struct {
+	// Resource is cpu, memory or ephemeral-storage; anything else makes the policy invalid.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Resource string `json:"resource"`
+
+	// +required
+	// +kubebuilder:validation:Enum=request;limit
+	Field string `json:"field"`
+
+	// Source names a MetricsSource.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Source string `json:"source"`
+
+	// +required
+	// +kubebuilder:validation:Enum=p50;p75;p90;p95;p99;max;avg
+	Aggregation string `json:"aggregation"`
+
+	// Headroom multiplies the statistic; a decimal > 0, blank means 1.0.
+	// +optional
+	Headroom string `json:"headroom,omitempty"`
+}
+
+// Readiness gates recommendations of a (container, resource).
+type Readiness struct {
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinDataPoints int64 `json:"minDataPoints,omitempty"`
+	// +optional
+	MinTimeSpan string `json:"minTimeSpan,omitempty"`
+	// +optional
+	MaxCV string `json:"maxCV,omitempty"`
+	// CVMeanFloor skips the CV gate for series whose mean is below the floor. Absent means
+	// the built-in floors; an explicit {} disables every floor.
+	// +optional
+	CVMeanFloor map[string]string `json:"cvMeanFloor,omitzero"`
+}
+
+// Behaviors tune drift thresholds and resize pacing.
+type Behaviors struct {
+	// +optional
+	Thresholds Thresholds `json:"thresholds,omitzero"`
+	// +optional
+	Resize ResizeBehavior `json:"resize,omitzero"`
+}
+
+// Thresholds are percentage strings ("15%" or "15").
+type Thresholds struct {
+	// +optional
+	Default string `json:"default,omitempty"`
+	// +optional
+	Resize ResizeThresholds `json:"resize,omitzero"`
+}
+
+// ResizeThresholds override the global threshold for resize.
+type ResizeThresholds struct {
+	// +optional
+	Default string `json:"default,omitempty"`
+	// +optional
+	ResourceThresholds map[string]FieldThresholds `json:"resourceThresholds,omitempty"`
+}
+
+// FieldThresholds are per-field percentage strings.
+type FieldThresholds struct {
+	// +optional
+	Request string `json:"request,omitempty"`
+	// +optional
+	Limit string `json:"limit,omitempty"`
+}
+
+// ResizeBehavior paces in-place resizes.
+type ResizeBehavior struct {
+	// +optional
+	MaxChangePerCycle string `json:"maxChangePerCycle,omitempty"`
+	// +optional
+	Interval string `json:"interval,omitempty"`
+}
+
+// ResourcePolicyStatus is written by Ballast.
+type ResourcePolicyStatus struct {
+	// ProfileDiscriminator is this policy's part of every profile name it governs.
+	// +optional
+	ProfileDiscriminator string `json:"profileDiscriminator,omitempty"`
+
+	// Conditions: Valid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ClusterResourcePolicy governs enrolled pods in every namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,path=clusterresourcepolicies
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Discriminator",type=string,JSONPath=`.status.profileDiscriminator`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=='Valid')].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterResourcePolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ResourcePolicySpec `json:"spec"`
+	// +optional
+	Status ResourcePolicyStatus `json:"status,omitzero"`
+}
+
+// ClusterResourcePolicyList is a list of ClusterResourcePolicy.
+// +kubebuilder:object:root=true
+type ClusterResourcePolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterResourcePolicy `json:"items"`
+}
+
+// ResourcePolicy governs enrolled pods of its own namespace and beats any ClusterResourcePolicy.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,path=resourcepolicies
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Discriminator",type=string,JSONPath=`.status.profileDiscriminator`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=='Valid')].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ResourcePolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ResourcePolicySpec `json:"spec"`
+	// +optional
+	Status ResourcePolicyStatus `json:"status,omitzero"`
+}
+
+// ResourcePolicyList is a list of ResourcePolicy.
+// +kubebuilder:object:root=true
+type ResourcePolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourcePolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterResourcePolicy{}, &ClusterResourcePolicyList{},
+		&ResourcePolicy{}, &ResourcePolicyList{})
+}

@@ -1,0 +1,182 @@
+package v1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Profile states.
+const (
+	StateAccruing   = "Accruing"
+	StateSufficient = "Sufficient"
+)
+
+// Condition types and reasons written by Ballast.
+const (
+	ConditionValid    = "Valid"
+	ConditionReady    = "Ready"
+	ConditionOrphaned = "Orphaned"
+
+	ReasonValid             = "Valid"
+	ReasonSamplesCollected  = "SamplesCollected"
+	ReasonMissingSamples    = "MissingSamples"
+	ReasonPolicyInvalid     = "PolicyInvalid"
+	ReasonNoActiveWorkloads = "NoActiveWorkloads"
+)
+
+// Policy kinds as they appear in PolicyRef.
+const (
+	KindClusterResourcePolicy = "ClusterResourcePolicy"
+	KindResourcePolicy        = "ResourcePolicy"
+)
+
+// PolicyRef names the governing policy of a profile.
+// +kubebuilder:validation:XValidation:rule="self.kind == 'ResourcePolicy' ? (has(self.__namespace__) && self.__namespace__ != ”) : (!has(self.__namespace__) || self.__namespace__ == ”)",message="namespace is required for a ResourcePolicy and must be empty for a ClusterResourcePolicy"
+type PolicyRef struct {
+	// +required
+	// +kubebuilder:validation:Enum=ClusterResourcePolicy;ResourcePolicy
+	Kind string `json:"kind"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// UsageStats are the statistics of one series, rendered per SPEC §2.4 display formats.
+type UsageStats struct {
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Resource string `json:"resource"`
+	// +required
+	Source string `json:"source"`
+	// +optional
+	Samples int64 `json:"samples,omitempty"`
+	// +optional
+	TimeSpan string `json:"timeSpan,omitempty"`
+	// +optional
+	P50 string `json:"p50,omitempty"`
+	// +optional
+	P75 string `json:"p75,omitempty"`
+	// +optional
+	P90 string `json:"p90,omitempty"`
+	// +optional
+	P95 string `json:"p95,omitempty"`
+	// +optional
+	P99 string `json:"p99,omitempty"`
+	// +optional
+	Max string `json:"max,omitempty"`
+	// +optional
+	Mean string `json:"mean,omitempty"`
+	// +optional
+	StdDev string `json:"stdDev,omitempty"`
+	// +optional
+	CV string `json:"cv,omitempty"`
+	// +optional
+	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
+}
+
+// Recommendation holds the recommended request and limit of one resource.
+type Recommendation struct {
+	// +optional
+	Request string `json:"request,omitempty"`
+	// +optional
+	Limit string `json:"limit,omitempty"`
+}
+
+// ContainerProfile is the pooled data of one container name.
+type ContainerProfile struct {
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +optional
+	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	UsageStats []UsageStats `json:"usageStats,omitempty"`
+	// +optional
+	Recommendations map[string]Recommendation `json:"recommendations,omitempty"`
+}
+
+// ResizeSummary counts the bound pods in each pending resize state.
+type ResizeSummary struct {
+	// +optional
+	DeferredPods int32 `json:"deferredPods,omitempty"`
+	// +optional
+	InfeasiblePods int32 `json:"infeasiblePods,omitempty"`
+	// +optional
+	OldestDeferredSince *metav1.Time `json:"oldestDeferredSince,omitempty"`
+}
+
+// WorkloadProfileStatus is the whole state of a profile; it has no spec.
+type WorkloadProfileStatus struct {
+	// +optional
+	TupleLabels map[string]string `json:"tupleLabels,omitempty"`
+	// +optional
+	SelectorLabels map[string]string `json:"selectorLabels,omitempty"`
+	// +optional
+	PolicyRef *PolicyRef `json:"policyRef,omitempty"`
+	// MeasurementHash is the store namespace owned by this profile.
+	// +optional
+	MeasurementHash string `json:"measurementHash,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	Containers []ContainerProfile `json:"containers,omitempty"`
+	// PodUsageStats are pod-level series (emptyDir); informational only.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	PodUsageStats []UsageStats `json:"podUsageStats,omitempty"`
+	// +optional
+	MeetsThreshold bool `json:"meetsThreshold,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Enum=Accruing;Sufficient
+	// +kubebuilder:default=Accruing
+	State string `json:"state,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ActiveWorkloads int32 `json:"activeWorkloads,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ActivePods int32 `json:"activePods,omitempty"`
+	// +optional
+	Resize ResizeSummary `json:"resize,omitzero"`
+	// Conditions: Ready, Orphaned.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// WorkloadProfile is the pooled history, statistics and recommendations of one identity
+// tuple under one policy. It is created and owned by Ballast.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,path=workloadprofiles
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="ActiveWorkloads",type=integer,JSONPath=`.status.activeWorkloads`
+// +kubebuilder:printcolumn:name="ActivePods",type=integer,JSONPath=`.status.activePods`
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.status.policyRef.name`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="SamplesReady",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
+// +kubebuilder:printcolumn:name="Orphaned",type=string,JSONPath=`.status.conditions[?(@.type=='Orphaned')].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WorkloadProfile struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Status WorkloadProfileStatus `json:"status,omitzero"`
+}
+
+// WorkloadProfileList is a list of WorkloadProfile.
+// +kubebuilder:object:root=true
+type WorkloadProfileList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WorkloadProfile `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&WorkloadProfile{}, &WorkloadProfileList{})
+}

@@ -1,0 +1,94 @@
+// Package app wires ballast-control: options and flags, the manager, and subcommands.
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+)
+
+// Options are ballast-control's settings (SPEC §12.2). Flags fall back to environment
+// variables the chart sets.
+type Options struct {
+	MetricsBindAddress     string
+	MetricsSecure          bool
+	HealthProbeBindAddress string
+	LeaderElect            bool
+	WebhookCertPath        string
+	WebhookCertName        string
+	WebhookCertKey         string
+	EnableHTTP2            bool
+	OperatorNamespace      string
+	RedisURL               string
+	DryRun                 string
+	LogLevel               string
+	LogFormat              string
+}
+
+// NewOptions returns the documented defaults.
+func NewOptions() *Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = ballastv1.DefaultOperatorNamespace
+	}
+	redis := os.Getenv("REDIS_URL")
+	if redis == "" {
+		redis = "redis://localhost:6379"
+	}
+	return &Options{
+		MetricsBindAddress:     "0",
+		MetricsSecure:          true,
+		HealthProbeBindAddress: ":8081",
+		LeaderElect:            true,
+		WebhookCertName:        "tls.crt",
+		WebhookCertKey:         "tls.key",
+		OperatorNamespace:      ns,
+		RedisURL:               redis,
+		DryRun:                 "none",
+		LogLevel:               "info",
+		LogFormat:              "json",
+	}
+}
+
+// AddFlags registers every option on fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `address of the metrics endpoint ("0" disables it)`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve metrics over HTTPS with authn/authz")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of /healthz and /readyz")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run controllers on the elected leader only")
+	fs.StringVar(&o.WebhookCertPath, "webhook-cert-path", o.WebhookCertPath, "folder holding the webhook serving certificate")
+	fs.StringVar(&o.WebhookCertName, "webhook-cert-name", o.WebhookCertName, "certificate file name in --webhook-cert-path")
+	fs.StringVar(&o.WebhookCertKey, "webhook-cert-key", o.WebhookCertKey, "key file name in --webhook-cert-path")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "serve HTTP/2 on the webhook and metrics endpoints")
+	fs.StringVar(&o.OperatorNamespace, "operator-namespace", o.OperatorNamespace, "namespace of the kill-switch ConfigMap and leases (env POD_NAMESPACE)")
+	fs.StringVar(&o.RedisURL, "redis-url", o.RedisURL, "store URL, redis:// or rediss:// (env REDIS_URL)")
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, "none|apply|resize|all")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug|info|warn|error")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json|text")
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	var errs []error
+	switch o.DryRun {
+	case "none", "apply", "resize", "all":
+	default:
+		errs = append(errs, fmt.Errorf("--dry-run %q: must be one of none, apply, resize, all", o.DryRun))
+	}
+	switch strings.ToLower(o.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("--log-level %q: must be one of debug, info, warn, error", o.LogLevel))
+	}
+	if o.LogFormat != "json" && o.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("--log-format %q: must be json or text", o.LogFormat))
+	}
+	if o.OperatorNamespace == "" {
+		errs = append(errs, errors.New("--operator-namespace must not be empty"))
+	}
+	return errors.Join(errs...)
+}

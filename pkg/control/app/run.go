@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/crds"
+)
+
+// Scheme returns the scheme ballast-control works with.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := ballastv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// SetupLogging installs the process logger per --log-level and --log-format.
+func (o *Options) SetupLogging() {
+	lvl := map[string]zapcore.Level{"debug": zapcore.DebugLevel, "info": zapcore.InfoLevel,
+		"warn": zapcore.WarnLevel, "error": zapcore.ErrorLevel}[o.LogLevel]
+	ctrl.SetLogger(zap.New(zap.Level(lvl), zap.UseDevMode(false), func(zo *zap.Options) {
+		zo.TimeEncoder = zapcore.ISO8601TimeEncoder
+		if o.LogFormat == "text" {
+			zo.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
+				TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
+				EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder,
+			})
+		}
+	}))
+}
+
+// ApplyCRDs runs the apply-crds subcommand against cfg.
+func ApplyCRDs(ctx context.Context, cfg *rest.Config) error {
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ms, err := ballastv1.CRDs()
+	if err != nil {
+		return fmt.Errorf("reading embedded CRDs: %w", err)
+	}
+	return crds.Apply(ctx, dc, ms, ctrl.Log.WithName("apply-crds"))
+}
+
+// New builds the manager: health probes, metrics, webhook server and leader election.
+// Controllers are registered by the profile, enrollment, webhook and resize work
+// (see README status); today the manager serves probes and metrics only.
+func New(o *Options, cfg *rest.Config) (ctrl.Manager, error) {
+	var tlsOpts []func(*tls.Config)
+	if !o.EnableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: o.MetricsBindAddress, SecureServing: o.MetricsSecure, TLSOpts: tlsOpts}
+	if o.MetricsSecure {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        ballastv1.LeaderElectionID,
+		LeaderElectionNamespace: o.OperatorNamespace,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Port: ballastv1.WebhookPort, CertDir: o.WebhookCertPath,
+			CertName: o.WebhookCertName, KeyName: o.WebhookCertKey, TLSOpts: tlsOpts,
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

@@ -1,0 +1,258 @@
+package harness
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Valkey is one valkey-server (or redis-server) process on a loopback port.
+type Valkey struct {
+	Addr  string // host:port
+	Bin   string
+	cmd   *exec.Cmd
+	dir   string
+	extra []string
+	done  chan struct{}
+}
+
+// Cluster is three Valkey masters in cluster mode with all 16384 slots assigned.
+type Cluster struct {
+	Nodes []*Valkey
+}
+
+// ValkeyServerBinary finds valkey-server, or redis-server as the fallback.
+func ValkeyServerBinary() (string, error) {
+	if p := os.Getenv("BALLAST_VALKEY_SERVER"); p != "" {
+		return p, nil
+	}
+	return lookPathAny("install it with hack/install-deps.sh (Debian bookworm-backports valkey-server, or redis-server)",
+		"valkey-server", "redis-server")
+}
+
+// StartValkey starts a standalone server with persistence off on a free loopback port.
+func StartValkey(extra ...string) (*Valkey, error) {
+	return startValkey("", extra...)
+}
+
+// Restart starts the server again on the same port after Stop (used by outage tests).
+func (v *Valkey) Restart() error {
+	nv, err := startValkey(v.Addr, v.extra...)
+	if err != nil {
+		return err
+	}
+	*v = *nv
+	return nil
+}
+
+func startValkey(addr string, extra ...string) (*Valkey, error) {
+	bin, err := ValkeyServerBinary()
+	if err != nil {
+		return nil, err
+	}
+	if addr == "" {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	dir, err := os.MkdirTemp("", "ballast-valkey-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--bind", "127.0.0.1", "--port", port, "--dir", dir,
+		"--save", "", "--appendonly", "no", "--protected-mode", "no",
+		"--logfile", filepath.Join(dir, "server.log"),
+	}, extra...)
+	cmd := exec.Command(bin, args...)
+	// The server dies with the test process, even when the test binary is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	v := &Valkey{Addr: addr, Bin: bin, cmd: cmd, dir: dir, extra: extra, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(v.done) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if reply, err := v.Do("PING"); err == nil && reply == "PONG" {
+			return v, nil
+		}
+		select {
+		case <-v.done:
+			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+			v.cleanup()
+			return nil, fmt.Errorf("%s exited at start: %s", bin, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			v.Stop()
+			return nil, fmt.Errorf("%s did not answer PING on %s within 15s", bin, addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// URL is the redis:// URL of the server.
+func (v *Valkey) URL() string { return "redis://" + v.Addr }
+
+// Stop kills the server and removes its folder.
+func (v *Valkey) Stop() {
+	if v == nil || v.cmd == nil || v.cmd.Process == nil {
+		return
+	}
+	_ = v.cmd.Process.Kill()
+	<-v.done
+	v.cleanup()
+}
+
+func (v *Valkey) cleanup() { _ = os.RemoveAll(v.dir) }
+
+// Do sends one command over a fresh connection and returns a simple string, integer or
+// bulk reply rendered as text. It is a bootstrap helper for the harness (PING, CLUSTER
+// setup); tests talk to the server through pkg/store.
+func (v *Valkey) Do(args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", v.Addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", errors.New(line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	default:
+		return line, nil
+	}
+}
+
+// StartCluster starts three masters in cluster mode, splits the slots between them and
+// waits until every node reports cluster_state:ok.
+func StartCluster() (*Cluster, error) {
+	c := &Cluster{}
+	for i := 0; i < 3; i++ {
+		v, err := StartValkey("--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
+			"--cluster-config-file", "nodes.conf")
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, v)
+	}
+	const slots = 16384
+	for i, n := range c.Nodes {
+		lo, hi := i*slots/3, (i+1)*slots/3-1
+		if _, err := n.Do("CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("assigning slots %d-%d: %w", lo, hi, err)
+		}
+	}
+	for _, n := range c.Nodes[1:] {
+		host, port, _ := net.SplitHostPort(n.Addr)
+		if _, err := c.Nodes[0].Do("CLUSTER", "MEET", host, port); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("cluster meet %s: %w", n.Addr, err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok := true
+		for _, n := range c.Nodes {
+			info, err := n.Do("CLUSTER", "INFO")
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:3") {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			c.Stop()
+			return nil, errors.New("valkey cluster did not reach cluster_state:ok within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Addrs lists the nodes' host:port.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// URL is a redis:// URL naming every node (the first as host, the rest as addr parameters).
+func (c *Cluster) URL() string {
+	u := "redis://" + c.Nodes[0].Addr
+	for i, n := range c.Nodes[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + n.Addr
+	}
+	return u
+}
+
+// Stop kills every node.
+func (c *Cluster) Stop() {
+	if c == nil {
+		return
+	}
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+}
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
