@@ -132,11 +132,20 @@ func TestApplyCRDsBinary(t *testing.T) {
 			t.Errorf("run %d logged %d 'applied CRD' lines, want 5:\n%s", i+1, n, out)
 		}
 	}
+	// A kubeconfig pointing at a port where nothing listens.
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	bad := filepath.Join(t.TempDir(), "kubeconfig")
-	kc, _ := os.ReadFile(srv.Kube.Kubeconfig)
-	port, _ := harness.FreePort()
-	re := strings.NewReplacer(srv.Kube.Config.Host, fmt.Sprintf("https://127.0.0.1:%d", port))
-	if err := os.WriteFile(bad, []byte(re.Replace(string(kc))), 0o600); err != nil {
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: gone, cluster: {server: "https://127.0.0.1:%d", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: gone, user: u}}]
+current-context: c
+`, port)
+	if err := os.WriteFile(bad, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--kubeconfig", bad, "apply-crds")
