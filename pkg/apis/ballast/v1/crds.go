@@ -11,6 +11,8 @@ import (
 var crdFS embed.FS
 
 // Manifest is one embedded CRD manifest.
+//
+// +kubebuilder:object:generate=false
 type Manifest struct {
 	Name string // file name, e.g. ballast.tightlinesoftware.com_workloadprofiles.yaml
 	Data []byte

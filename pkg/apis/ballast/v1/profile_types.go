@@ -28,7 +28,7 @@ const (
 )
 
 // PolicyRef names the governing policy of a profile.
-// +kubebuilder:validation:XValidation:rule="self.kind == 'ResourcePolicy' ? (has(self.__namespace__) && self.__namespace__ != ”) : (!has(self.__namespace__) || self.__namespace__ == ”)",message="namespace is required for a ResourcePolicy and must be empty for a ClusterResourcePolicy"
+// +kubebuilder:validation:XValidation:rule="self.kind == 'ResourcePolicy' ? (has(self.__namespace__) && size(self.__namespace__) > 0) : (!has(self.__namespace__) || size(self.__namespace__) == 0)",message="namespace is required for a ResourcePolicy and must be empty for a ClusterResourcePolicy"
 type PolicyRef struct {
 	// +required
 	// +kubebuilder:validation:Enum=ClusterResourcePolicy;ResourcePolicy
