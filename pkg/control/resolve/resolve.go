@@ -1,0 +1,176 @@
+// Package resolve binds a pod to its policy and profile (SPEC §3). The webhook and the
+// enrollment controller both call it, so admission and reconciliation compute identical
+// results from the same caches. It reads only from the manager's cache: policies, and
+// ReplicaSet/Job metadata for the owner walk.
+package resolve
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/identity"
+	"github.com/ballastk8s/ballast/pkg/policy"
+)
+
+// Workload is a top-level workload (SPEC §3.1).
+type Workload struct {
+	Kind, Namespace, Name string
+}
+
+// Binding is what an enrolled pod resolves to.
+type Binding struct {
+	// Policy is the governing policy, nil when none matched.
+	Policy          *policy.Compiled
+	TupleLabels     map[string]string
+	SelectorLabels  map[string]string
+	ProfileName     string
+	MeasurementHash string
+	Workload        Workload
+}
+
+// PolicyRefAnnotation is the value of the policy-ref annotation, "" without a policy.
+func (b Binding) PolicyRefAnnotation() string {
+	if b.Policy == nil {
+		return ""
+	}
+	return b.Policy.RefAnnotation()
+}
+
+// PolicyRef is the profile's status.policyRef, nil without a policy.
+func (b Binding) PolicyRef() *ballastv1.PolicyRef {
+	if b.Policy == nil {
+		return nil
+	}
+	r := b.Policy.Ref()
+	return &r
+}
+
+// Resolver resolves pods against the cached policies. Compiled policies are memoized per
+// UID and generation, so the admission path compiles no regex twice.
+type Resolver struct {
+	reader client.Reader
+	mu     sync.Mutex
+	cache  map[types.UID]compiled
+}
+
+type compiled struct {
+	generation int64
+	policy     *policy.Compiled
+	err        error
+}
+
+// New returns a Resolver reading from r (the manager's cache).
+func New(r client.Reader) *Resolver {
+	return &Resolver{reader: r, cache: map[types.UID]compiled{}}
+}
+
+// Compile returns the compiled policy for an object, memoized by UID and generation; the
+// error is the validation failure of an invalid policy.
+func (r *Resolver) Compile(obj client.Object, compile func() (*policy.Compiled, error)) (*policy.Compiled, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.cache[obj.GetUID()]; ok && c.generation == obj.GetGeneration() {
+		return c.policy, c.err
+	}
+	p, err := compile()
+	r.cache[obj.GetUID()] = compiled{generation: obj.GetGeneration(), policy: p, err: err}
+	return p, err
+}
+
+// Forget drops a deleted policy from the memo.
+func (r *Resolver) Forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.cache, uid)
+}
+
+// Candidates returns the valid compiled policies that may govern pods of namespace.
+func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.Compiled, error) {
+	var out []*policy.Compiled
+	crps := &ballastv1.ClusterResourcePolicyList{}
+	if err := r.reader.List(ctx, crps); err != nil {
+		return nil, fmt.Errorf("listing ClusterResourcePolicies: %w", err)
+	}
+	for i := range crps.Items {
+		p := &crps.Items[i]
+		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileCluster(p) }); err == nil {
+			out = append(out, c)
+		}
+	}
+	if namespace == "" {
+		return out, nil
+	}
+	rps := &ballastv1.ResourcePolicyList{}
+	if err := r.reader.List(ctx, rps, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing ResourcePolicies of %s: %w", namespace, err)
+	}
+	for i := range rps.Items {
+		p := &rps.Items[i]
+		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileNamespaced(p) }); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Resolve binds pod under identityLabels. namespace overrides pod.Namespace when the pod
+// does not carry it yet (admission requests name the namespace separately).
+func (r *Resolver) Resolve(ctx context.Context, pod *corev1.Pod, namespace string, identityLabels []string) (Binding, error) {
+	if namespace == "" {
+		namespace = pod.Namespace
+	}
+	kind, name, ctrlKind := policy.TopLevel(pod.Name, namespace, pod.OwnerReferences, r.ownerLookup(ctx))
+	cands, err := r.Candidates(ctx, namespace)
+	if err != nil {
+		return Binding{}, err
+	}
+	win := policy.Resolve(cands, policy.PodFacts{Namespace: namespace, Labels: pod.Labels,
+		Annotations: pod.Annotations, Kind: kind, ControllerKind: ctrlKind})
+	return Bind(identityLabels, pod.Labels, win, Workload{Kind: kind, Namespace: namespace, Name: name}), nil
+}
+
+// Bind computes names and hashes for a tuple under a policy (nil = no policy).
+func Bind(identityLabels []string, podLabels map[string]string, p *policy.Compiled, w Workload) Binding {
+	tuple, selector := identity.Tuple(identityLabels, podLabels)
+	disc, key := ballastv1.NoPolicy, ""
+	if p != nil {
+		disc, key = p.Discriminator(), p.Key()
+	}
+	return Binding{
+		Policy:          p,
+		TupleLabels:     tuple,
+		SelectorLabels:  selector,
+		ProfileName:     identity.ProfileName(identityLabels, tuple, selector, disc),
+		MeasurementHash: identity.MeasurementHash(identityLabels, selector, key),
+		Workload:        w,
+	}
+}
+
+var ownerGVK = map[string]schema.GroupVersionKind{
+	"ReplicaSet": {Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+	"Job":        {Group: "batch", Version: "v1", Kind: "Job"},
+}
+
+// ownerLookup reads ReplicaSet and Job metadata from the cache.
+func (r *Resolver) ownerLookup(ctx context.Context) policy.OwnerLookup {
+	return func(kind, namespace, name string) ([]metav1.OwnerReference, bool) {
+		gvk, ok := ownerGVK[kind]
+		if !ok {
+			return nil, false
+		}
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		if err := r.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, m); err != nil {
+			return nil, false
+		}
+		return m.OwnerReferences, true
+	}
+}

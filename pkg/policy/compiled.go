@@ -1,0 +1,152 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/identity"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Compiled is a valid policy ready for matching and for reading its parsed values. It is
+// built by Compile and must be treated as read-only: it is shared between goroutines.
+type Compiled struct {
+	Kind       string // ballastv1.KindClusterResourcePolicy or ballastv1.KindResourcePolicy
+	Namespace  string // empty for a ClusterResourcePolicy
+	Name       string
+	Generation int64
+
+	// Spec is a copy of the spec with the resolve-time defaults applied
+	// (ballastv1.DefaultPolicySpec).
+	Spec ballastv1.ResourcePolicySpec
+
+	// Headroom[i] is Spec.Metrics[i].Headroom parsed; blank is 1.0.
+	Headroom []Decimal
+	// MinTimeSpan is readiness.minTimeSpan.
+	MinTimeSpan time.Duration
+	// MaxCV is readiness.maxCV.
+	MaxCV Decimal
+	// CVMeanFloor holds the parsed floors; a resource without an entry has no floor.
+	CVMeanFloor map[string]resource.Quantity
+	// ResizeInterval is behaviors.resize.interval.
+	ResizeInterval time.Duration
+	// MaxChangePerCycle is behaviors.resize.maxChangePerCycle in percent.
+	MaxChangePerCycle Decimal
+
+	kinds         []string
+	include       []Pattern
+	exclude       []Pattern
+	annotations   map[string]Pattern
+	labelSelector labels.Selector
+}
+
+// Compile validates spec and compiles the policy kind/namespace/name. An invalid spec
+// returns a *ValidationError carrying the Valid condition's reason and message; a kind or
+// namespace that does not fit (a ResourcePolicy without namespace, a ClusterResourcePolicy
+// with one, an unknown kind) returns a plain error.
+func Compile(kind, namespace, name string, generation int64, spec ballastv1.ResourcePolicySpec) (*Compiled, error) {
+	switch {
+	case kind == ballastv1.KindClusterResourcePolicy && namespace != "":
+		return nil, fmt.Errorf("compiling %s %s: a cluster policy has no namespace (got %q)", kind, name, namespace)
+	case kind == ballastv1.KindResourcePolicy && namespace == "":
+		return nil, fmt.Errorf("compiling %s %s: namespace is required", kind, name)
+	case kind != ballastv1.KindClusterResourcePolicy && kind != ballastv1.KindResourcePolicy:
+		return nil, fmt.Errorf("compiling %s %s: unknown policy kind", kind, name)
+	}
+	// The defaults are themselves valid, so the defaulted spec fails exactly where the
+	// written one does and reports the written value.
+	defaulted := ballastv1.DefaultPolicySpec(spec)
+	p, verr := parse(defaulted)
+	if verr != nil {
+		return nil, verr
+	}
+	return &Compiled{
+		Kind:              kind,
+		Namespace:         namespace,
+		Name:              name,
+		Generation:        generation,
+		Spec:              defaulted,
+		Headroom:          p.headroom,
+		MinTimeSpan:       p.minTimeSpan,
+		MaxCV:             p.maxCV,
+		CVMeanFloor:       p.cvMeanFloor,
+		ResizeInterval:    p.resizeInterval,
+		MaxChangePerCycle: p.maxChange,
+		kinds:             slices.Clone(defaulted.Selector.Kinds),
+		include:           p.include,
+		exclude:           p.exclude,
+		annotations:       p.annotations,
+		labelSelector:     p.labelSelector,
+	}, nil
+}
+
+// CompileCluster compiles a ClusterResourcePolicy object.
+func CompileCluster(p *ballastv1.ClusterResourcePolicy) (*Compiled, error) {
+	return Compile(ballastv1.KindClusterResourcePolicy, "", p.Name, p.Generation, p.Spec)
+}
+
+// CompileNamespaced compiles a ResourcePolicy object.
+func CompileNamespaced(p *ballastv1.ResourcePolicy) (*Compiled, error) {
+	return Compile(ballastv1.KindResourcePolicy, p.Namespace, p.Name, p.Generation, p.Spec)
+}
+
+// Ref is the WorkloadProfile status.policyRef of this policy.
+func (c *Compiled) Ref() ballastv1.PolicyRef {
+	return ballastv1.PolicyRef{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
+}
+
+// Key is "Kind/namespace/name", the policyKey of the measurementHash (SPEC §3.7).
+func (c *Compiled) Key() string { return identity.PolicyKey(c.Kind, c.Namespace, c.Name) }
+
+// Discriminator is this policy's part of profile names (SPEC §3.5).
+func (c *Compiled) Discriminator() string { return identity.Discriminator(c.Kind, c.Namespace, c.Name) }
+
+// RefAnnotation is the value of the policy-ref pod annotation: <name> for a
+// ClusterResourcePolicy, <namespace>/<name> for a ResourcePolicy.
+func (c *Compiled) RefAnnotation() string {
+	if c.Kind == ballastv1.KindResourcePolicy {
+		return c.Namespace + "/" + c.Name
+	}
+	return c.Name
+}
+
+// ResizeThreshold is the drift threshold, in percent, of (resource, field) (SPEC §8.3).
+func (c *Compiled) ResizeThreshold(resource, field string) Decimal {
+	return ResizeThreshold(c.Spec, resource, field)
+}
+
+// Matches reports whether the policy's selector matches the pod (SPEC §3.4 step 2): kinds
+// (top-level kind, or the direct controller kind for ReplicaSet/Job compatibility),
+// namespace include/exclude, annotations and labelSelector must all match. It does not
+// apply the ResourcePolicy namespace scope; Resolve does.
+func (c *Compiled) Matches(pod PodFacts) bool {
+	if len(c.kinds) > 0 && !slices.Contains(c.kinds, pod.Kind) &&
+		(pod.ControllerKind == "" || !slices.Contains(c.kinds, pod.ControllerKind)) {
+		return false
+	}
+	if len(c.include) > 0 && !matchAny(c.include, pod.Namespace) {
+		return false
+	}
+	if matchAny(c.exclude, pod.Namespace) {
+		return false
+	}
+	for key, pattern := range c.annotations {
+		value, ok := pod.Annotations[key]
+		if !ok || !pattern.Match(value) {
+			return false
+		}
+	}
+	return c.labelSelector.Matches(labels.Set(pod.Labels))
+}
+
+// InScope reports whether the policy may govern a pod of namespace: a ClusterResourcePolicy
+// any pod, a ResourcePolicy only pods of its own namespace (an empty namespace admits none).
+func (c *Compiled) InScope(namespace string) bool {
+	if c.Kind == ballastv1.KindResourcePolicy {
+		return namespace != "" && namespace == c.Namespace
+	}
+	return true
+}

@@ -1,0 +1,245 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Reasons of the policy Valid condition (SPEC §3.3), listed in the order they are checked:
+// the first failure found sets the reason.
+const (
+	ReasonValid                = ballastv1.ReasonValid
+	ReasonInvalidPattern       = "InvalidPattern"
+	ReasonInvalidLabelSelector = "InvalidLabelSelector"
+	ReasonInvalidResource      = "InvalidResource"
+	ReasonInvalidAggregation   = "InvalidAggregation"
+	ReasonInvalidHeadroom      = "InvalidHeadroom"
+	ReasonInvalidQuantity      = "InvalidQuantity"
+	ReasonInvalidDuration      = "InvalidDuration"
+	ReasonInvalidPercentage    = "InvalidPercentage"
+	ReasonInvalidNumber        = "InvalidNumber"
+)
+
+// Resources a policy may name, and the fields of metrics[].
+const (
+	ResourceCPU              = "cpu"
+	ResourceMemory           = "memory"
+	ResourceEphemeralStorage = "ephemeral-storage"
+
+	FieldRequest = "request"
+	FieldLimit   = "limit"
+)
+
+// resources lists the resources a policy may name, in SPEC order; aggregations the
+// statistics metrics[].aggregation may name.
+var (
+	resources    = []string{ResourceCPU, ResourceMemory, ResourceEphemeralStorage}
+	aggregations = []string{"p50", "p75", "p90", "p95", "p99", "max", "avg"}
+)
+
+// ValidationError is why a policy is invalid: the Valid condition's reason and message.
+// The message names the field and the offending value, e.g.
+// `metrics[2].headroom "0": must be a decimal > 0`.
+type ValidationError struct {
+	Reason  string
+	Message string
+}
+
+func (e *ValidationError) Error() string { return e.Reason + ": " + e.Message }
+
+func invalid(reason, format string, args ...any) *ValidationError {
+	return &ValidationError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks a policy spec as its author wrote it (SPEC §3.3). It returns
+// (true, ReasonValid, "") for a valid spec, else false and the first failure's reason and
+// message. Blank values are not errors: they take their resolve-time defaults.
+func Validate(spec ballastv1.ResourcePolicySpec) (ok bool, reason, message string) {
+	if _, err := parse(spec); err != nil {
+		return false, err.Reason, err.Message
+	}
+	return true, ReasonValid, ""
+}
+
+// parsed holds everything parse derives from a spec. Blank optional values stay zero.
+type parsed struct {
+	include, exclude []Pattern
+	annotations      map[string]Pattern
+	labelSelector    labels.Selector
+	headroom         []Decimal
+	cvMeanFloor      map[string]resource.Quantity
+	minTimeSpan      time.Duration
+	resizeInterval   time.Duration
+	maxChange        Decimal
+	maxCV            Decimal
+}
+
+// parse validates spec and parses it, checking reasons in SPEC §3.3 order.
+func parse(spec ballastv1.ResourcePolicySpec) (*parsed, *ValidationError) {
+	p := &parsed{}
+	var err *ValidationError
+	sel := spec.Selector
+
+	// InvalidPattern: every /…/ pattern must be valid RE2.
+	if p.include, err = parsePatterns("selector.namespaces.include", sel.Namespaces.Include); err != nil {
+		return nil, err
+	}
+	if p.exclude, err = parsePatterns("selector.namespaces.exclude", sel.Namespaces.Exclude); err != nil {
+		return nil, err
+	}
+	p.annotations = make(map[string]Pattern, len(sel.Annotations))
+	for _, key := range sortedKeys(sel.Annotations) {
+		pat, perr := ParsePattern(sel.Annotations[key])
+		if perr != nil {
+			return nil, invalid(ReasonInvalidPattern, "selector.annotations[%q] %q: %v", key, sel.Annotations[key], perr)
+		}
+		p.annotations[key] = pat
+	}
+
+	// InvalidLabelSelector: absent means every pod; otherwise it must convert.
+	p.labelSelector = labels.Everything()
+	if sel.LabelSelector != nil {
+		s, lerr := metav1.LabelSelectorAsSelector(sel.LabelSelector)
+		if lerr != nil {
+			return nil, invalid(ReasonInvalidLabelSelector, "selector.labelSelector: %v", lerr)
+		}
+		p.labelSelector = s
+	}
+
+	// InvalidResource.
+	for i, m := range spec.Metrics {
+		if !slices.Contains(resources, m.Resource) {
+			return nil, invalid(ReasonInvalidResource, "metrics[%d].resource %q: must be one of %s",
+				i, m.Resource, strings.Join(resources, ", "))
+		}
+	}
+
+	// InvalidAggregation: field and aggregation enums, for objects stored before schema checks.
+	for i, m := range spec.Metrics {
+		if m.Field != FieldRequest && m.Field != FieldLimit {
+			return nil, invalid(ReasonInvalidAggregation, "metrics[%d].field %q: must be request or limit", i, m.Field)
+		}
+		if !slices.Contains(aggregations, m.Aggregation) {
+			return nil, invalid(ReasonInvalidAggregation, "metrics[%d].aggregation %q: must be one of %s",
+				i, m.Aggregation, strings.Join(aggregations, ", "))
+		}
+	}
+
+	// InvalidHeadroom: a decimal > 0; blank is 1.0.
+	p.headroom = make([]Decimal, len(spec.Metrics))
+	for i, m := range spec.Metrics {
+		h := m.Headroom
+		if h == "" {
+			h = ballastv1.DefaultHeadroom
+		}
+		d, derr := ParseDecimal(h)
+		if derr != nil || d.Sign() <= 0 {
+			return nil, invalid(ReasonInvalidHeadroom, "metrics[%d].headroom %q: must be a decimal > 0", i, m.Headroom)
+		}
+		p.headroom[i] = d
+	}
+
+	// InvalidQuantity: cvMeanFloor values are non-negative quantities. A blank entry is
+	// treated like a missing one (no floor for that resource).
+	if spec.Readiness.CVMeanFloor != nil {
+		p.cvMeanFloor = make(map[string]resource.Quantity, len(spec.Readiness.CVMeanFloor))
+	}
+	for _, res := range sortedKeys(spec.Readiness.CVMeanFloor) {
+		v := spec.Readiness.CVMeanFloor[res]
+		if v == "" {
+			continue
+		}
+		q, qerr := resource.ParseQuantity(v)
+		if qerr != nil || q.Sign() < 0 {
+			return nil, invalid(ReasonInvalidQuantity, "readiness.cvMeanFloor[%q] %q: must be a quantity ≥ 0", res, v)
+		}
+		p.cvMeanFloor[res] = q
+	}
+
+	// InvalidDuration: Go durations > 0.
+	if p.minTimeSpan, err = parseDuration("readiness.minTimeSpan", spec.Readiness.MinTimeSpan); err != nil {
+		return nil, err
+	}
+	if p.resizeInterval, err = parseDuration("behaviors.resize.interval", spec.Behaviors.Resize.Interval); err != nil {
+		return nil, err
+	}
+
+	// InvalidPercentage: thresholds > 0; maxChangePerCycle in (0, 100].
+	th := spec.Behaviors.Thresholds
+	if err = checkThreshold("behaviors.thresholds.default", th.Default); err != nil {
+		return nil, err
+	}
+	if err = checkThreshold("behaviors.thresholds.resize.default", th.Resize.Default); err != nil {
+		return nil, err
+	}
+	for _, res := range sortedKeys(th.Resize.ResourceThresholds) {
+		path := fmt.Sprintf("behaviors.thresholds.resize.resourceThresholds[%q]", res)
+		if err = checkThreshold(path+".request", th.Resize.ResourceThresholds[res].Request); err != nil {
+			return nil, err
+		}
+		if err = checkThreshold(path+".limit", th.Resize.ResourceThresholds[res].Limit); err != nil {
+			return nil, err
+		}
+	}
+	if v := spec.Behaviors.Resize.MaxChangePerCycle; v != "" {
+		d, derr := ParsePercentage(v)
+		if derr != nil || d.Sign() <= 0 || d.CmpInt64(100) > 0 {
+			return nil, invalid(ReasonInvalidPercentage,
+				"behaviors.resize.maxChangePerCycle %q: must be a percentage > 0 and ≤ 100", v)
+		}
+		p.maxChange = d
+	}
+
+	// InvalidNumber: maxCV is a decimal ≥ 0.
+	if v := spec.Readiness.MaxCV; v != "" {
+		d, derr := ParseDecimal(v)
+		if derr != nil || d.Sign() < 0 {
+			return nil, invalid(ReasonInvalidNumber, "readiness.maxCV %q: must be a decimal ≥ 0", v)
+		}
+		p.maxCV = d
+	}
+	return p, nil
+}
+
+func parsePatterns(path string, raw []string) ([]Pattern, *ValidationError) {
+	out := make([]Pattern, len(raw))
+	for i, s := range raw {
+		p, err := ParsePattern(s)
+		if err != nil {
+			return nil, invalid(ReasonInvalidPattern, "%s[%d] %q: %v", path, i, s, err)
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+func parseDuration(path, v string) (time.Duration, *ValidationError) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := ParsePositiveDuration(v)
+	if err != nil {
+		return 0, invalid(ReasonInvalidDuration, "%s %q: must be a Go duration > 0", path, v)
+	}
+	return d, nil
+}
+
+func checkThreshold(path, v string) *ValidationError {
+	if v == "" {
+		return nil
+	}
+	if d, err := ParsePercentage(v); err != nil || d.Sign() <= 0 {
+		return invalid(ReasonInvalidPercentage, "%s %q: must be a percentage > 0", path, v)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
