@@ -29,7 +29,7 @@ func main() {
 		err = fmt.Errorf("unknown subcommand %q (known: apply-crds)", flag.Arg(0))
 	} else if err == nil {
 		var mgr ctrl.Manager
-		if mgr, err = app.New(o, cfg); err == nil {
+		if mgr, err = app.New(ctx, o, cfg); err == nil {
 			err = mgr.Start(ctx)
 		}
 	}

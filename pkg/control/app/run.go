@@ -13,12 +13,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/crds"
+	"github.com/ballastk8s/ballast/pkg/control/metrics"
+	"github.com/ballastk8s/ballast/pkg/control/resolve"
 )
 
 // Scheme returns the scheme ballast-control works with.
@@ -61,10 +65,9 @@ func ApplyCRDs(ctx context.Context, cfg *rest.Config) error {
 	return crds.Apply(ctx, dc, ms, ctrl.Log.WithName("apply-crds"))
 }
 
-// New builds the manager: health probes, metrics, webhook server and leader election.
-// Controllers are registered by the profile, enrollment, webhook and resize work
-// (see README status); today the manager serves probes and metrics only.
-func New(o *Options, cfg *rest.Config) (ctrl.Manager, error) {
+// New builds the manager with health probes, metrics, the webhook server, leader election
+// and every controller.
+func New(ctx context.Context, o *Options, cfg *rest.Config) (ctrl.Manager, error) {
 	var tlsOpts []func(*tls.Config)
 	if !o.EnableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
@@ -80,6 +83,7 @@ func New(o *Options, cfg *rest.Config) (ctrl.Manager, error) {
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        ballastv1.LeaderElectionID,
 		LeaderElectionNamespace: o.OperatorNamespace,
+		Cache:                   CacheOptions(o.OperatorNamespace),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Port: ballastv1.WebhookPort, CertDir: o.WebhookCertPath,
 			CertName: o.WebhookCertName, KeyName: o.WebhookCertKey, TLSOpts: tlsOpts,
@@ -92,6 +96,10 @@ func New(o *Options, cfg *rest.Config) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	deps := Deps{State: config.NewState(), Metrics: metrics.New(ctrlmetrics.Registry), Resolver: resolve.New(mgr.GetCache())}
+	if err := Register(ctx, mgr, o, deps); err != nil {
 		return nil, err
 	}
 	return mgr, nil

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/enrollment"
+	"github.com/ballastk8s/ballast/pkg/control/metrics"
+	"github.com/ballastk8s/ballast/pkg/control/policies"
+	"github.com/ballastk8s/ballast/pkg/control/resolve"
+)
+
+// CacheOptions restrict the manager's informers to what Ballast reads: enrolled pods only
+// (label present, any value), and the one kill-switch ConfigMap of the operator namespace.
+func CacheOptions(operatorNamespace string) cache.Options {
+	hasMode, err := labels.NewRequirement(ballastv1.ModeLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant key always parses
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasMode)},
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{operatorNamespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", ballastv1.KillSwitchConfigMap),
+		},
+	}}
+}
+
+// Deps are the shared parts every controller and the webhook receive.
+type Deps struct {
+	State    *config.State
+	Metrics  *metrics.Metrics
+	Resolver *resolve.Resolver
+}
+
+// Register lists every controller explicitly; there is no init-time registration.
+func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) error {
+	if err := enrollment.IndexPods(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexing pods: %w", err)
+	}
+	regs := []interface{ Register(ctrl.Manager) error }{
+		config.New(mgr.GetClient(), d.State, d.Metrics, o.OperatorNamespace),
+		policies.NewCluster(mgr.GetClient(), d.Metrics),
+		policies.NewNamespaced(mgr.GetClient(), d.Metrics),
+		enrollment.New(mgr.GetClient(), mgr.GetAPIReader(), d.State, d.Resolver, d.Metrics),
+	}
+	for _, r := range regs {
+		if err := r.Register(mgr); err != nil {
+			return fmt.Errorf("registering %T: %w", r, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package recommend
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+)
+
+const (
+	kib = 1 << 10
+	mib = 1 << 20
+	gib = 1 << 30
+)
+
+// FormatStat renders one statistic as SPEC §2.4 displays it: cpu as truncated integer
+// millicores in canonical Quantity form ("230m", "1" for 1000m); other resources as
+// "%.2fGi" from 1Gi, "%.2fMi" from 1Mi, else "%.2fKi" ("176.00Mi").
+func FormatStat(res string, v float64) string {
+	if res == ResourceCPU {
+		return resource.NewMilliQuantity(truncInt64(v), resource.DecimalSI).String()
+	}
+	switch {
+	case v >= gib:
+		return fmt.Sprintf("%.2fGi", v/gib)
+	case v >= mib:
+		return fmt.Sprintf("%.2fMi", v/mib)
+	default:
+		return fmt.Sprintf("%.2fKi", v/kib)
+	}
+}
+
+// FormatCV renders a coefficient of variation with three decimals.
+func FormatCV(cv float64) string {
+	return fmt.Sprintf("%.3f", cv)
+}
+
+// FormatTimeSpan renders a time span as a Go duration rounded to whole seconds ("24h5m0s");
+// "0s" when d ≤ 0.
+func FormatTimeSpan(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	return d.Round(time.Second).String()
+}
+
+// FormatValue renders a recommendation (SPEC §2.4): cpu millicores as a DecimalSI
+// canonical string ("288m", "2"); other resources as BinarySI bytes ("192Mi", or plain
+// bytes such as "134217727" when not a round multiple).
+func FormatValue(res string, v int64) string {
+	if res == ResourceCPU {
+		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
+	}
+	return resource.NewQuantity(v, resource.BinarySI).String()
+}
+
+// UsageStats renders s as the status entry of one series.
+func UsageStats(res, source string, s Stats) v1.UsageStats {
+	u := v1.UsageStats{
+		Resource: res,
+		Source:   source,
+		Samples:  s.Samples,
+		TimeSpan: FormatTimeSpan(s.TimeSpan),
+		P50:      FormatStat(res, s.P50),
+		P75:      FormatStat(res, s.P75),
+		P90:      FormatStat(res, s.P90),
+		P95:      FormatStat(res, s.P95),
+		P99:      FormatStat(res, s.P99),
+		Max:      FormatStat(res, s.Max),
+		Mean:     FormatStat(res, s.Mean),
+		StdDev:   FormatStat(res, s.StdDev),
+		CV:       FormatCV(s.CV),
+	}
+	if !s.LastUpdated.IsZero() {
+		t := metav1.NewTime(s.LastUpdated)
+		u.LastUpdated = &t
+	}
+	return u
+}
+
+// truncInt64 truncates v toward zero, saturating at the int64 range; NaN becomes 0.
+func truncInt64(v float64) int64 {
+	switch {
+	case math.IsNaN(v):
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	case v <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(v)
+}

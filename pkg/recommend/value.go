@@ -1,0 +1,140 @@
+package recommend
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+
+	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+)
+
+// Amounts is the recommendation of one resource in integer units (millicores for cpu,
+// bytes otherwise). HasRequest and HasLimit say which fields the policy set.
+type Amounts struct {
+	Request    int64
+	Limit      int64
+	HasRequest bool
+	HasLimit   bool
+}
+
+// Recommendation renders a as the status entry of resource res (SPEC §2.4).
+func (a Amounts) Recommendation(res string) v1.Recommendation {
+	var r v1.Recommendation
+	if a.HasRequest {
+		r.Request = FormatValue(res, a.Request)
+	}
+	if a.HasLimit {
+		r.Limit = FormatValue(res, a.Limit)
+	}
+	return r
+}
+
+// IsZero reports whether no field is set.
+func (a Amounts) IsZero() bool { return !a.HasRequest && !a.HasLimit }
+
+// Metric is one parsed metrics[] entry of a policy.
+type Metric struct {
+	Resource    string
+	Field       string
+	Source      string
+	Aggregation string
+	Headroom    *big.Rat
+}
+
+// ParseMetrics checks and parses a policy's metrics. Errors are *FieldError with paths
+// under "metrics[i].".
+func ParseMetrics(specs []v1.MetricSpec) ([]Metric, error) {
+	out := make([]Metric, 0, len(specs))
+	for i, m := range specs {
+		path := fmt.Sprintf("metrics[%d]", i)
+		if !KnownResource(m.Resource) {
+			return nil, &FieldError{Reason: ReasonInvalidResource, Field: path + ".resource", Value: m.Resource,
+				Detail: "must be cpu, memory or ephemeral-storage"}
+		}
+		if m.Field != FieldRequest && m.Field != FieldLimit {
+			return nil, &FieldError{Reason: ReasonInvalidAggregation, Field: path + ".field", Value: m.Field,
+				Detail: "must be request or limit"}
+		}
+		if _, ok := (Stats{}).Aggregate(m.Aggregation); !ok {
+			return nil, &FieldError{Reason: ReasonInvalidAggregation, Field: path + ".aggregation",
+				Value: m.Aggregation, Detail: "must be one of p50, p75, p90, p95, p99, max, avg"}
+		}
+		h, err := ParseHeadroom(m.Headroom)
+		if err != nil {
+			return nil, &FieldError{Reason: ReasonInvalidHeadroom, Field: path + ".headroom", Value: m.Headroom,
+				Detail: err.Error()}
+		}
+		out = append(out, Metric{Resource: m.Resource, Field: m.Field, Source: m.Source,
+			Aggregation: m.Aggregation, Headroom: h})
+	}
+	return out, nil
+}
+
+// Recommend computes the recommendation of resource res from the statistics of a ready
+// series (SPEC §5.1): every metric naming res sets its field; when two target the same
+// field, the later one wins. The result is zero when no metric names res.
+func Recommend(res string, s Stats, metrics []Metric) (Amounts, error) {
+	var a Amounts
+	for _, m := range metrics {
+		if m.Resource != res {
+			continue
+		}
+		v, err := RecommendedValue(s, m.Aggregation, m.Headroom)
+		if err != nil {
+			return Amounts{}, fmt.Errorf("%s %s from %s: %w", res, m.Field, m.Aggregation, err)
+		}
+		if m.Field == FieldLimit {
+			a.Limit, a.HasLimit = v, true
+		} else {
+			a.Request, a.HasRequest = v, true
+		}
+	}
+	return a, nil
+}
+
+var errNotFinite = errors.New("statistic is not a finite number")
+
+// RecommendedValue is trunc(base × headroom) toward zero, computed exactly (SPEC §5.1), so
+// 240Mi × 1.2 is 288Mi and never one byte less.
+//
+// Samples are integer units, so every percentile and the max is an integer; base is that
+// statistic rounded to the nearest integer, which removes any float noise a histogram edge
+// carries. For avg, base is the exact rational Σx/n (Σx rounded to an integer for the same
+// reason), so the mean's fraction still counts before truncation. The result saturates at
+// the int64 range and is never negative.
+func RecommendedValue(s Stats, aggregation string, headroom *big.Rat) (int64, error) {
+	stat, ok := s.Aggregate(aggregation)
+	if !ok {
+		return 0, fmt.Errorf("unknown aggregation %q", aggregation)
+	}
+	if headroom == nil {
+		headroom = big.NewRat(1, 1)
+	}
+	base := new(big.Rat)
+	if aggregation == AggregationAvg {
+		if s.Samples <= 0 {
+			return 0, nil
+		}
+		if math.IsNaN(s.Sum) || math.IsInf(s.Sum, 0) {
+			return 0, errNotFinite
+		}
+		base.SetFloat64(math.Round(s.Sum))
+		base.Quo(base, new(big.Rat).SetInt64(s.Samples))
+	} else {
+		if math.IsNaN(stat) || math.IsInf(stat, 0) {
+			return 0, errNotFinite
+		}
+		base.SetFloat64(math.Round(stat))
+	}
+	base.Mul(base, headroom)
+	// big.Int.Quo truncates toward zero.
+	v := new(big.Int).Quo(base.Num(), base.Denom())
+	switch {
+	case v.Sign() < 0:
+		return 0, nil
+	case !v.IsInt64():
+		return math.MaxInt64, nil
+	}
+	return v.Int64(), nil
+}
