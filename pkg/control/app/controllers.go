@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -17,6 +18,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/policies"
+	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 )
 
@@ -41,6 +43,9 @@ type Deps struct {
 	State    *config.State
 	Metrics  *metrics.Metrics
 	Resolver *resolve.Resolver
+	Store    profiles.Store
+	// Now is the clock of time-dependent controllers (time.Now in production).
+	Now func() time.Time
 }
 
 // Register lists every controller explicitly; there is no init-time registration.
@@ -53,6 +58,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) error {
 		policies.NewCluster(mgr.GetClient(), d.Metrics),
 		policies.NewNamespaced(mgr.GetClient(), d.Metrics),
 		enrollment.New(mgr.GetClient(), mgr.GetAPIReader(), d.State, d.Resolver, d.Metrics),
+		profiles.New(mgr.GetClient(), d.State, d.Resolver, d.Store, d.Metrics, d.Now),
 	}
 	for _, r := range regs {
 		if err := r.Register(mgr); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/crds"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
+	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 )
 
@@ -98,7 +100,8 @@ func New(ctx context.Context, o *Options, cfg *rest.Config) (ctrl.Manager, error
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	deps := Deps{State: config.NewState(), Metrics: metrics.New(ctrlmetrics.Registry), Resolver: resolve.New(mgr.GetCache())}
+	deps := Deps{State: config.NewState(), Metrics: metrics.New(ctrlmetrics.Registry),
+		Resolver: resolve.New(mgr.GetCache()), Store: profiles.NewStoreAdapter(o.RedisURL), Now: time.Now}
 	if err := Register(ctx, mgr, o, deps); err != nil {
 		return nil, err
 	}

@@ -174,3 +174,9 @@ func (r *Resolver) ownerLookup(ctx context.Context) policy.OwnerLookup {
 		return m.OwnerReferences, true
 	}
 }
+
+// Workload returns the pod's top-level workload (SPEC §3.1) from the cache.
+func (r *Resolver) Workload(ctx context.Context, pod *corev1.Pod) Workload {
+	kind, name, _ := policy.TopLevel(pod.Name, pod.Namespace, pod.OwnerReferences, r.ownerLookup(ctx))
+	return Workload{Kind: kind, Namespace: pod.Namespace, Name: name}
+}

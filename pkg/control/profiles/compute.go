@@ -1,0 +1,113 @@
+package profiles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/policy"
+	"github.com/ballastk8s/ballast/pkg/recommend"
+)
+
+// Series is one profile's history as read from the store.
+type Series struct {
+	Containers []recommend.ContainerInput
+	Pod        map[string]recommend.Distribution
+	OOMs       []recommend.OOMEvent
+}
+
+// loadPolicy reads the policy named by ref from the cache; nil when it no longer exists.
+func (c *Controller) loadPolicy(ctx context.Context, ref *ballastv1.PolicyRef) (*ballastv1.ResourcePolicySpec, error) {
+	key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+	if ref.Kind == ballastv1.KindResourcePolicy {
+		p := &ballastv1.ResourcePolicy{}
+		if err := c.client.Get(ctx, key, p); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return &p.Spec, nil
+	}
+	p := &ballastv1.ClusterResourcePolicy{}
+	if err := c.client.Get(ctx, key, p); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return &p.Spec, nil
+}
+
+// samplingInterval is §4.1's cadence from the policy's sources.
+func (c *Controller) samplingInterval(ctx context.Context, spec *ballastv1.ResourcePolicySpec) time.Duration {
+	list := &ballastv1.MetricsSourceList{}
+	if err := c.client.List(ctx, list); err != nil {
+		return ballastv1.DefaultPollInterval
+	}
+	sources := make(map[string]policy.Source, len(list.Items))
+	for _, s := range list.Items {
+		sources[s.Name] = policy.Source{Type: s.Spec.Type, PollInterval: s.Spec.Config.PollInterval}
+	}
+	return policy.SamplingInterval(spec.Metrics, sources)
+}
+
+// compute fills the statistics part of next and returns when to recompute. Profiles
+// without a usable policy keep accruing in the store but get no statistics (§4.5).
+func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile, next *ballastv1.WorkloadProfileStatus,
+	snap config.Snapshot, now time.Time) (time.Duration, error) {
+	ref := wp.Status.PolicyRef
+	if ref == nil {
+		return 0, nil
+	}
+	spec, err := c.loadPolicy(ctx, ref)
+	if err != nil || spec == nil {
+		return 0, err
+	}
+	policyName := ref.Name
+	if ref.Namespace != "" {
+		policyName = ref.Namespace + "/" + ref.Name
+	}
+	if ok, reason, msg := policy.Validate(*spec); !ok {
+		meta.SetStatusCondition(&next.Conditions, recommend.PolicyInvalidCondition(policyName, reason, msg, wp.Generation, now))
+		return 0, nil
+	}
+	interval := c.samplingInterval(ctx, spec)
+	if next.MeasurementHash == "" {
+		return interval, nil
+	}
+	retention := ballastv1.DefaultRetentionWindow
+	if snap.Config != nil {
+		retention, _ = ballastv1.RetentionWindow(*snap.Config)
+	}
+	series, err := c.store.Read(ctx, next.MeasurementHash, now, retention)
+	if err != nil {
+		return c.retry, fmt.Errorf("reading store for %s: %w", wp.Name, err)
+	}
+	res, err := recommend.Compute(recommend.Input{
+		Now: now, Policy: *spec, SamplingInterval: interval, Retention: retention, Generation: wp.Generation,
+		Containers: series.Containers, PodSeries: series.Pod, OOMs: series.OOMs, Previous: wp.Status.Containers,
+	})
+	if err != nil {
+		var fe *recommend.FieldError
+		if errors.As(err, &fe) {
+			meta.SetStatusCondition(&next.Conditions, recommend.PolicyInvalidCondition(policyName, fe.Reason, fe.Error(), wp.Generation, now))
+			return interval, nil
+		}
+		return interval, err
+	}
+	wasMet := wp.Status.MeetsThreshold
+	res.ApplyTo(next)
+	if !wasMet && next.MeetsThreshold {
+		c.metrics.ThresholdMet.WithLabelValues(policyName, wp.Name).Inc()
+		logf.FromContext(ctx).Info("profile is Sufficient", "profile", wp.Name, "policy", policyName)
+	}
+	state := "accruing"
+	if next.MeetsThreshold {
+		state = "ready"
+	}
+	c.forget(wp.Name)
+	c.metrics.Profiles.WithLabelValues(state, wp.Name).Set(1)
+	return interval, nil
+}

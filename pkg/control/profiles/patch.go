@@ -1,0 +1,68 @@
+package profiles
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+)
+
+// material strips what changes on every computation without changing meaning
+// (lastUpdated), so that an unchanged profile costs no API write.
+func material(st *ballastv1.WorkloadProfileStatus) *ballastv1.WorkloadProfileStatus {
+	m := st.DeepCopy()
+	for i := range m.Containers {
+		for j := range m.Containers[i].UsageStats {
+			m.Containers[i].UsageStats[j].LastUpdated = nil
+		}
+	}
+	for j := range m.PodUsageStats {
+		m.PodUsageStats[j].LastUpdated = nil
+	}
+	return m
+}
+
+// patchStatus merge-patches the fields this controller owns when they changed materially.
+// The identity fields (tupleLabels, selectorLabels, policyRef, measurementHash) belong to
+// the enrollment controller and are left out, so the two never overwrite each other.
+func (c *Controller) patchStatus(ctx context.Context, wp *ballastv1.WorkloadProfile, next *ballastv1.WorkloadProfileStatus) error {
+	if equality.Semantic.DeepEqual(material(&wp.Status), material(next)) {
+		return nil
+	}
+	body := map[string]any{
+		"containers":      nullIfEmpty(len(next.Containers), next.Containers),
+		"podUsageStats":   nullIfEmpty(len(next.PodUsageStats), next.PodUsageStats),
+		"meetsThreshold":  next.MeetsThreshold,
+		"activeWorkloads": next.ActiveWorkloads,
+		"activePods":      next.ActivePods,
+		"resize":          next.Resize,
+		"conditions":      nullIfEmpty(len(next.Conditions), next.Conditions),
+	}
+	if next.State != "" {
+		body["state"] = next.State
+	}
+	b, err := json.Marshal(map[string]any{"status": body})
+	if err != nil {
+		return err
+	}
+	if err := c.client.Status().Patch(ctx, wp, client.RawPatch(types.MergePatchType, b)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status of WorkloadProfile %s: %w", wp.Name, err)
+	}
+	return nil
+}
+
+func nullIfEmpty(n int, v any) any {
+	if n == 0 {
+		return nil
+	}
+	return v
+}

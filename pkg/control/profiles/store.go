@@ -1,0 +1,129 @@
+package profiles
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+// StoreAdapter reads profiles through a store.Reader. It connects lazily, so the control
+// plane starts and keeps serving while the store is unreachable, and rebuilds the Reader
+// when the retention window changes, since the store layout depends on it.
+type StoreAdapter struct {
+	url string
+
+	mu        sync.Mutex
+	client    *store.Client
+	reader    *store.Reader
+	retention time.Duration
+}
+
+// NewStoreAdapter returns an adapter for the store at url (redis:// or rediss://).
+func NewStoreAdapter(url string) *StoreAdapter { return &StoreAdapter{url: url} }
+
+// Close releases the connection.
+func (s *StoreAdapter) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client != nil {
+		s.client.Close()
+	}
+}
+
+func (s *StoreAdapter) connect() (*store.Client, error) {
+	if s.client == nil {
+		c, err := store.Open(s.url)
+		if err != nil {
+			return nil, err
+		}
+		s.client = c
+	}
+	return s.client, nil
+}
+
+func (s *StoreAdapter) readerFor(retention time.Duration) (*store.Reader, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.connect(); err != nil {
+		return nil, err
+	}
+	if s.reader == nil || s.retention != retention {
+		r, err := store.NewReader(s.client, series.DefaultLayout(retention))
+		if err != nil {
+			return nil, err
+		}
+		s.reader, s.retention = r, retention
+	}
+	return s.reader, nil
+}
+
+// Read merges a profile's series and its OOM stream.
+func (s *StoreAdapter) Read(ctx context.Context, hash string, now time.Time, retention time.Duration) (Series, error) {
+	r, err := s.readerFor(retention)
+	if err != nil {
+		return Series{}, err
+	}
+	hs, err := r.Read(ctx, hash, now)
+	if err != nil {
+		return Series{}, err
+	}
+	byName := map[string]*recommend.ContainerInput{}
+	out := Series{Pod: map[string]recommend.Distribution{}}
+	for id, h := range hs {
+		if id.Container == "" {
+			if id.Signal == series.SignalUsage {
+				out.Pod[id.Resource] = h
+			}
+			continue
+		}
+		ci := byName[id.Container]
+		if ci == nil {
+			ci = &recommend.ContainerInput{Name: id.Container, Series: map[string]recommend.Distribution{}}
+			byName[id.Container] = ci
+		}
+		switch {
+		case id.Signal == series.SignalPeak && id.Resource == series.ResourceMemory:
+			ci.MemoryPeak = h
+		case id.Signal == series.SignalUsage:
+			ci.Series[id.Resource] = h
+		}
+	}
+	for _, ci := range byName {
+		out.Containers = append(out.Containers, *ci)
+	}
+	ooms, err := r.ReadOOM(ctx, hash, "")
+	if err != nil {
+		return Series{}, err
+	}
+	cutoff := now.Add(-retention)
+	for _, o := range ooms {
+		if o.Event.At.Before(cutoff) {
+			continue
+		}
+		out.OOMs = append(out.OOMs, recommend.OOMEvent{Container: o.Event.Container, Time: o.Event.At,
+			PeakBytes: o.Event.PeakBytes, LimitBytes: o.Event.LimitBytes})
+	}
+	return out, nil
+}
+
+// Purge deletes every key of a profile hash.
+func (s *StoreAdapter) Purge(ctx context.Context, hash string) error {
+	s.mu.Lock()
+	c, err := s.connect()
+	r := s.reader
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Purge(ctx, hash); err != nil {
+		return err
+	}
+	if r != nil {
+		r.Forget(hash)
+	}
+	return nil
+}

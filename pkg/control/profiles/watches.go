@@ -1,0 +1,80 @@
+package profiles
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/config"
+)
+
+// podProfiles enqueues the profiles named by a pod's profile-ref, before and after an
+// update, so a pod moving between profiles recounts both, and a deleted pod recounts its
+// profile from the stamped name (§6.4).
+type podProfiles struct{}
+
+func enqueueRef(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+	if o == nil {
+		return
+	}
+	if ref := o.GetAnnotations()[ballastv1.ProfileRefAnnotation]; ref != "" {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: ref}})
+	}
+}
+
+func (podProfiles) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueRef(q, e.Object)
+}
+func (podProfiles) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueRef(q, e.ObjectOld)
+	enqueueRef(q, e.ObjectNew)
+}
+func (podProfiles) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueRef(q, e.Object)
+}
+func (podProfiles) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueRef(q, e.Object)
+}
+
+// Register wires the triggers: profiles themselves, bound pods, policies and sources (any
+// change may change statistics or cadence), and BallastConfig changes (retention, TTL).
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	all := handler.EnqueueRequestsFromMapFunc(c.allProfiles)
+	cfgChanged := make(chan event.GenericEvent, 1)
+	c.state.OnChange(func(_, _ config.Snapshot) {
+		select {
+		case cfgChanged <- event.GenericEvent{Object: &ballastv1.WorkloadProfile{}}:
+		default:
+		}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("profiles").
+		For(&ballastv1.WorkloadProfile{}).
+		Watches(&corev1.Pod{}, podProfiles{}).
+		Watches(&ballastv1.ClusterResourcePolicy{}, all).
+		Watches(&ballastv1.ResourcePolicy{}, all).
+		Watches(&ballastv1.MetricsSource{}, all).
+		WatchesRawSource(source.Channel(cfgChanged, all)).
+		Complete(c)
+}
+
+func (c *Controller) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &ballastv1.WorkloadProfileList{}
+	if err := c.client.List(ctx, list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return out
+}
