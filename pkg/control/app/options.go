@@ -22,6 +22,12 @@ type Options struct {
 	WebhookCertName        string
 	WebhookCertKey         string
 	EnableHTTP2            bool
+	WebhookPort            int
+	WebhookHost            string
+	WebhookCertMode        string
+	WebhookSecretName      string
+	WebhookConfigName      string
+	WebhookDNSNames        string
 	OperatorNamespace      string
 	RedisURL               string
 	DryRun                 string
@@ -46,6 +52,10 @@ func NewOptions() *Options {
 		LeaderElect:            true,
 		WebhookCertName:        "tls.crt",
 		WebhookCertKey:         "tls.key",
+		WebhookPort:            ballastv1.WebhookPort,
+		WebhookCertMode:        "builtin",
+		WebhookSecretName:      "ballast-webhook-cert",
+		WebhookConfigName:      "ballast",
 		OperatorNamespace:      ns,
 		RedisURL:               redis,
 		DryRun:                 "none",
@@ -63,6 +73,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookCertPath, "webhook-cert-path", o.WebhookCertPath, "folder holding the webhook serving certificate")
 	fs.StringVar(&o.WebhookCertName, "webhook-cert-name", o.WebhookCertName, "certificate file name in --webhook-cert-path")
 	fs.StringVar(&o.WebhookCertKey, "webhook-cert-key", o.WebhookCertKey, "key file name in --webhook-cert-path")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "webhook server port")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "webhook server bind address (default all)")
+	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", o.WebhookCertMode, "builtin (Ballast keeps a CA and certificate in a Secret) or files (mounted, e.g. by cert-manager; reloaded on change)")
+	fs.StringVar(&o.WebhookSecretName, "webhook-secret-name", o.WebhookSecretName, "builtin mode: Secret holding the CA and serving certificate")
+	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "builtin mode: MutatingWebhookConfiguration whose caBundle is kept in sync")
+	fs.StringVar(&o.WebhookDNSNames, "webhook-dns-names", o.WebhookDNSNames, "builtin mode: comma-separated serving certificate names/IPs (default <secret's service>.<ns>.svc forms)")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "serve HTTP/2 on the webhook and metrics endpoints")
 	fs.StringVar(&o.OperatorNamespace, "operator-namespace", o.OperatorNamespace, "namespace of the kill-switch ConfigMap and leases (env POD_NAMESPACE)")
 	fs.StringVar(&o.RedisURL, "redis-url", o.RedisURL, "store URL, redis:// or rediss:// (env REDIS_URL)")
@@ -86,6 +102,9 @@ func (o *Options) Validate() error {
 	}
 	if o.LogFormat != "json" && o.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("--log-format %q: must be json or text", o.LogFormat))
+	}
+	if o.WebhookCertMode != "builtin" && o.WebhookCertMode != "files" {
+		errs = append(errs, fmt.Errorf("--webhook-cert-mode %q: must be builtin or files", o.WebhookCertMode))
 	}
 	if o.OperatorNamespace == "" {
 		errs = append(errs, errors.New("--operator-namespace must not be empty"))

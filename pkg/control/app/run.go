@@ -70,6 +70,12 @@ func ApplyCRDs(ctx context.Context, cfg *rest.Config) error {
 // New builds the manager with health probes, metrics, the webhook server, leader election
 // and every controller.
 func New(ctx context.Context, o *Options, cfg *rest.Config) (ctrl.Manager, error) {
+	return NewWith(ctx, o, cfg, Deps{})
+}
+
+// NewWith is New with some dependencies given (tests pass a clock, a metrics registry of
+// their own, or a store); zero fields get the production defaults.
+func NewWith(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (ctrl.Manager, error) {
 	var tlsOpts []func(*tls.Config)
 	if !o.EnableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
@@ -87,7 +93,7 @@ func New(ctx context.Context, o *Options, cfg *rest.Config) (ctrl.Manager, error
 		LeaderElectionNamespace: o.OperatorNamespace,
 		Cache:                   CacheOptions(o.OperatorNamespace),
 		WebhookServer: webhook.NewServer(webhook.Options{
-			Port: ballastv1.WebhookPort, CertDir: o.WebhookCertPath,
+			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.certDir(),
 			CertName: o.WebhookCertName, KeyName: o.WebhookCertKey, TLSOpts: tlsOpts,
 		}),
 	})
@@ -100,9 +106,23 @@ func New(ctx context.Context, o *Options, cfg *rest.Config) (ctrl.Manager, error
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	deps := Deps{State: config.NewState(), Metrics: metrics.New(ctrlmetrics.Registry),
-		Resolver: resolve.New(mgr.GetCache()), Store: profiles.NewStoreAdapter(o.RedisURL), Now: time.Now}
+	if deps.State == nil {
+		deps.State = config.NewState()
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = metrics.New(ctrlmetrics.Registry)
+	}
+	if deps.Store == nil {
+		deps.Store = profiles.NewStoreAdapter(o.RedisURL)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	deps.Resolver = resolve.New(mgr.GetCache())
 	if err := Register(ctx, mgr, o, deps); err != nil {
+		return nil, err
+	}
+	if err := setupWebhook(ctx, mgr, cfg, o, deps); err != nil {
 		return nil, err
 	}
 	return mgr, nil

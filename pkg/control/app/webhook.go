@@ -1,0 +1,73 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/certs"
+	"github.com/ballastk8s/ballast/pkg/webhook"
+)
+
+// certDir is where the webhook server reads tls.crt and tls.key.
+func (o *Options) certDir() string {
+	if o.WebhookCertPath != "" {
+		return o.WebhookCertPath
+	}
+	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+}
+
+// dnsNames are the serving certificate's names in builtin mode.
+func (o *Options) dnsNames() []string {
+	if o.WebhookDNSNames != "" {
+		return strings.Split(o.WebhookDNSNames, ",")
+	}
+	svc := strings.TrimSuffix(o.WebhookSecretName, "-cert")
+	return []string{svc + "." + o.OperatorNamespace + ".svc", svc + "." + o.OperatorNamespace + ".svc.cluster.local"}
+}
+
+// setupWebhook prepares certificates (builtin mode: before the server starts, so its first
+// handshake already works) and registers the admission handler.
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o *Options, d Deps) error {
+	if o.WebhookCertMode == "builtin" {
+		live, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return err
+		}
+		cm := certs.New(live, certs.Options{Namespace: o.OperatorNamespace, SecretName: o.WebhookSecretName,
+			Webhook: o.WebhookConfigName, Hosts: o.dnsNames(), CertDir: o.certDir()})
+		if err := cm.Ensure(ctx); err != nil {
+			return fmt.Errorf("preparing webhook certificates: %w", err)
+		}
+		if err := mgr.Add(cm); err != nil {
+			return err
+		}
+	}
+	h := webhook.New(mgr.GetCache(), mgr.GetScheme(), d.State, d.Resolver, d.Metrics,
+		o.DryRun == "apply" || o.DryRun == "all", ctrl.Log.WithName("webhook"))
+	mgr.GetWebhookServer().Register(ballastv1.WebhookPath, &admission.Webhook{Handler: h})
+	// Start the owner-walk metadata informers with the manager, not on the first admission.
+	for _, gvk := range []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, {Group: "batch", Version: "v1", Kind: "Job"}} {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		if _, err := mgr.GetCache().GetInformer(ctx, m); err != nil {
+			return fmt.Errorf("starting %s metadata informer: %w", gvk.Kind, err)
+		}
+	}
+	for _, obj := range []client.Object{&ballastv1.WorkloadProfile{}, &ballastv1.ClusterResourcePolicy{}, &ballastv1.ResourcePolicy{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
