@@ -33,6 +33,9 @@ type Options struct {
 	DryRun                 string
 	LogLevel               string
 	LogFormat              string
+
+	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
+	SkipControllerNameValidation bool
 }
 
 // NewOptions returns the documented defaults.

@@ -12,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -92,6 +93,7 @@ func NewWith(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (ctrl
 		LeaderElectionID:        ballastv1.LeaderElectionID,
 		LeaderElectionNamespace: o.OperatorNamespace,
 		Cache:                   CacheOptions(o.OperatorNamespace),
+		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.certDir(),
 			CertName: o.WebhookCertName, KeyName: o.WebhookCertKey, TLSOpts: tlsOpts,

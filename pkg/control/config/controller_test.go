@@ -21,7 +21,10 @@ import (
 
 var srv *harness.Servers
 
-func TestMain(m *testing.M) { harness.Main(m, harness.Need{Kube: true}, &srv) }
+func TestMain(m *testing.M) {
+	harness.Logger()
+	harness.Main(m, harness.Need{Kube: true}, &srv)
+}
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
