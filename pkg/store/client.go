@@ -1,6 +1,14 @@
 // Package store is the only package that talks to Valkey. It writes and reads the series
 // that pkg/series defines; it works unchanged against a standalone server and a Valkey
 // Cluster (the client discovers which one it is talking to).
+//
+// Node agents write through a Writer: each flush is one pipelined batch with one atomic
+// script call per (series, window) that applies commutative updates only (counter and sum
+// increments, keep-min/keep-max), so any number of nodes write the same series without
+// coordination. The control plane reads through a Reader, which folds closed windows into
+// per-series rollups (a server-side script, atomic per profile) and caches the rollups, so
+// each cycle fetches only what is still open. Every key of a profile shares one hash tag
+// and thus one cluster slot (see series.IndexKey and friends).
 package store
 
 import (

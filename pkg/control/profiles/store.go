@@ -110,6 +110,16 @@ func (s *StoreAdapter) Read(ctx context.Context, hash string, now time.Time, ret
 	return out, nil
 }
 
+// Commands is the number of store commands sent by reads so far (for benchmarks and metrics).
+func (s *StoreAdapter) Commands() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reader == nil {
+		return 0
+	}
+	return s.reader.Stats().Commands
+}
+
 // Purge deletes every key of a profile hash.
 func (s *StoreAdapter) Purge(ctx context.Context, hash string) error {
 	s.mu.Lock()

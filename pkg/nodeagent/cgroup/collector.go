@@ -1,0 +1,187 @@
+package cgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Target is one container to sample.
+type Target struct {
+	// Key is the caller's stable name for the container (for example pod UID + container
+	// name); state such as the previous cpu reading is kept per key.
+	Key         string
+	PodUID      string
+	QOS         QOSClass
+	ContainerID string // as in pod status: "containerd://<id>"
+}
+
+// Reading is what one Collect learned about one target.
+type Reading struct {
+	Key      string
+	Location Location
+	// Sample is the raw file reading (working set, limit, oom_kill count, PSI, …).
+	Sample Sample
+	// HasMilliCPU: MilliCPU is the usage rate since the previous Collect of this target. It
+	// is absent on the first Collect and after a counter reset.
+	HasMilliCPU bool
+	MilliCPU    int64
+	// HasPeak: Peak is the memory peak since the previous Collect of this target (absent on
+	// the first Collect, which only opens the peak file).
+	HasPeak bool
+	Peak    PeakReading
+}
+
+// Collector samples a changing set of containers, keeping per container what interval
+// signals need: the previous cpu counter and an open PeakTracker. Safe for concurrent use,
+// though one Collect at a time is the intended use.
+type Collector struct {
+	r  *Reader
+	m  *Metrics
+	mu sync.Mutex
+	st map[string]*targetState
+}
+
+type targetState struct {
+	target  Target
+	loc     Location
+	prevCPU CPUCounter
+	hasPrev bool
+	peak    *PeakTracker
+}
+
+// NewCollector returns a Collector reading through r; m may be nil.
+func NewCollector(r *Reader, m *Metrics) *Collector {
+	return &Collector{r: r, m: m, st: make(map[string]*targetState)}
+}
+
+// Collect reads every target at time now and returns one Reading per target whose cgroup
+// was found. Targets absent from the list are forgotten (their peak files closed); a target
+// whose container ID changed starts over. The error joins one error per target that failed
+// in part or whole; the readings still carry whatever was read.
+func (c *Collector) Collect(ctx context.Context, now time.Time, targets []Target) ([]Reading, error) {
+	start := time.Now()
+	defer func() { c.m.observeDuration(time.Since(start)) }()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	keep := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		keep[t.Key] = true
+	}
+	for key, s := range c.st {
+		if !keep[key] {
+			s.close()
+			delete(c.st, key)
+		}
+	}
+
+	readings := make([]Reading, 0, len(targets))
+	var errs []error
+	for _, t := range targets {
+		if err := ctx.Err(); err != nil {
+			return readings, errors.Join(append(errs, fmt.Errorf("collecting cgroups: %w", err))...)
+		}
+		rd, ok, err := c.collectOne(t, now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("container %s: %w", t.Key, err))
+		}
+		if ok {
+			readings = append(readings, rd)
+		}
+	}
+	return readings, errors.Join(errs...)
+}
+
+func (c *Collector) collectOne(t Target, now time.Time) (Reading, bool, error) {
+	s := c.st[t.Key]
+	if s != nil && s.target != t {
+		s.close()
+		s = nil
+	}
+	if s == nil {
+		loc, err := c.r.LocateContainer(t.PodUID, t.QOS, t.ContainerID)
+		if err != nil {
+			c.m.countError(ErrorKindLocate)
+			delete(c.st, t.Key)
+			return Reading{}, false, err
+		}
+		s = &targetState{target: t, loc: loc}
+		c.st[t.Key] = s
+	}
+
+	sample, readErr := c.r.ReadSample(s.loc, now)
+	if readErr != nil {
+		c.m.countError(ErrorKindRead)
+	}
+	if !sample.HasCPU && !sample.HasMemory {
+		// The cgroup is most likely gone; locate it afresh next time.
+		s.close()
+		delete(c.st, t.Key)
+		return Reading{}, false, readErr
+	}
+	rd := Reading{Key: t.Key, Location: s.loc, Sample: sample}
+	errs := []error{readErr}
+
+	if sample.HasCPU {
+		if s.hasPrev {
+			m, err := MilliCPU(s.prevCPU, sample.CPU)
+			if err == nil {
+				rd.MilliCPU, rd.HasMilliCPU = m, true
+			} else {
+				if errors.Is(err, ErrCounterReset) {
+					c.m.countError(ErrorKindCounterReset)
+				}
+				errs = append(errs, fmt.Errorf("cpu rate: %w", err))
+			}
+		}
+		s.prevCPU, s.hasPrev = sample.CPU, true
+	}
+
+	if s.peak == nil {
+		p, err := c.r.OpenPeak(s.loc)
+		if err != nil {
+			c.m.countError(ErrorKindPeak)
+			errs = append(errs, err)
+		} else {
+			s.peak = p
+			if sample.HasMemory {
+				p.Observe(sample.MemoryUsageBytes)
+			}
+		}
+	} else {
+		if sample.HasMemory {
+			s.peak.Observe(sample.MemoryUsageBytes)
+		}
+		pr, err := s.peak.Take()
+		switch {
+		case err == nil:
+			rd.Peak, rd.HasPeak = pr, true
+		case errors.Is(err, ErrNoPeak):
+		default:
+			c.m.countError(ErrorKindPeak)
+			errs = append(errs, err)
+		}
+	}
+	return rd, true, errors.Join(errs...)
+}
+
+// Close closes every open peak file.
+func (c *Collector) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, s := range c.st {
+		s.close()
+		delete(c.st, key)
+	}
+	return nil
+}
+
+func (s *targetState) close() {
+	if s.peak != nil {
+		s.peak.Close()
+		s.peak = nil
+	}
+}

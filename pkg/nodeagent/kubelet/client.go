@@ -1,0 +1,205 @@
+package kubelet
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// Errors a caller may act on.
+var (
+	// ErrUnauthorized: the kubelet answered 401 (token missing, expired or rejected).
+	ErrUnauthorized = errors.New("kubelet rejected the bearer token (401)")
+	// ErrForbidden: the kubelet answered 403 (the service account lacks nodes/stats).
+	ErrForbidden = errors.New("kubelet denied access to /stats/summary (403)")
+	// ErrStatus: any other non-200 answer.
+	ErrStatus = errors.New("unexpected kubelet status")
+)
+
+// maxBodyBytes bounds a Summary response (a 250-pod node answers with a few MB).
+const maxBodyBytes = 64 << 20
+
+// Config configures a Client.
+type Config struct {
+	// URL is the kubelet's base URL, https only, e.g. https://10.0.0.5:10250.
+	URL string
+	// TokenFile holds the bearer token (the projected service-account token); it is
+	// re-read whenever it changes. Empty sends no Authorization header.
+	TokenFile string
+	// CAFile is a PEM bundle that verifies the kubelet's serving certificate. Empty uses
+	// the system roots. Verification is always on unless InsecureSkipVerify is set.
+	CAFile string
+	// InsecureSkipVerify disables serving-certificate verification. Must be chosen
+	// explicitly and cannot be combined with CAFile.
+	InsecureSkipVerify bool
+	// Timeout bounds one request (default 10s).
+	Timeout time.Duration
+	// Metrics may be nil.
+	Metrics *Metrics
+}
+
+// Client reads the local kubelet's Summary API. Safe for concurrent use.
+type Client struct {
+	url     string
+	http    *http.Client
+	token   *tokenFile
+	metrics *Metrics
+}
+
+// NewClient validates cfg and builds the TLS client.
+func NewClient(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet URL %q: %w", cfg.URL, err)
+	}
+	if u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("kubelet URL %q: want https://host:port", cfg.URL)
+	}
+	if cfg.InsecureSkipVerify && cfg.CAFile != "" {
+		return nil, errors.New("kubelet client: CAFile and InsecureSkipVerify are mutually exclusive")
+	}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // explicit opt-in
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading kubelet CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kubelet CA file %s holds no PEM certificate", cfg.CAFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	transport := &http.Transport{
+		Proxy:               nil, // the kubelet is local: never go through a proxy
+		TLSClientConfig:     tlsCfg,
+		MaxIdleConns:        2,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: cfg.Timeout,
+	}
+	c := &Client{
+		url:     strings.TrimSuffix(u.String(), "/") + "/stats/summary",
+		http:    &http.Client{Transport: transport, Timeout: cfg.Timeout},
+		metrics: cfg.Metrics,
+	}
+	if cfg.TokenFile != "" {
+		c.token = &tokenFile{path: cfg.TokenFile}
+	}
+	return c, nil
+}
+
+// Fetch returns the raw body of GET /stats/summary. On a 401 it re-reads the token and,
+// if the token changed (rotated between the stat and the request), retries once.
+func (c *Client) Fetch(ctx context.Context) ([]byte, error) {
+	body, usedToken, err := c.fetchOnce(ctx)
+	if errors.Is(err, ErrUnauthorized) && c.token != nil {
+		fresh, terr := c.token.get(true)
+		if terr == nil && fresh != usedToken {
+			body, _, err = c.fetchOnce(ctx)
+		}
+	}
+	return body, err
+}
+
+func (c *Client) fetchOnce(ctx context.Context) ([]byte, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("building summary request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	var token string
+	if c.token != nil {
+		if token, err = c.token.get(false); err != nil {
+			c.metrics.request(resultTokenError)
+			return nil, "", fmt.Errorf("fetching %s: %w", c.url, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.metrics.request(resultTransportError)
+		return nil, token, fmt.Errorf("fetching %s: %w", c.url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
+	if err != nil {
+		c.metrics.request(resultTransportError)
+		return nil, token, fmt.Errorf("reading %s: %w", c.url, err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		c.metrics.request(resultUnauthorized)
+		return nil, token, fmt.Errorf("fetching %s: %w", c.url, ErrUnauthorized)
+	case http.StatusForbidden:
+		c.metrics.request(resultForbidden)
+		return nil, token, fmt.Errorf("fetching %s: %w: %s", c.url, ErrForbidden, snippet(body))
+	default:
+		c.metrics.request(resultHTTPError)
+		return nil, token, fmt.Errorf("fetching %s: %w %d: %s", c.url, ErrStatus, resp.StatusCode, snippet(body))
+	}
+	if len(body) > maxBodyBytes {
+		c.metrics.request(resultHTTPError)
+		return nil, token, fmt.Errorf("fetching %s: body larger than %d bytes", c.url, maxBodyBytes)
+	}
+	return body, token, nil
+}
+
+// Summary fetches and decodes the summary.
+func (c *Client) Summary(ctx context.Context) (*statsv1alpha1.Summary, error) {
+	start := time.Now()
+	defer func() { c.metrics.duration(time.Since(start)) }()
+	body, err := c.Fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := DecodeSummary(body)
+	if err != nil {
+		c.metrics.request(resultDecodeError)
+		return nil, fmt.Errorf("fetching %s: %w", c.url, err)
+	}
+	c.metrics.request(resultOK)
+	return s, nil
+}
+
+// Collection is one Collect: the readings and when they were collected.
+type Collection struct {
+	Time time.Time
+	Readings
+}
+
+// Collect fetches the summary and extracts the readings of pods (keyed by UID) at now.
+// Skipped readings are counted in the metrics and returned in the Collection.
+func (c *Client) Collect(ctx context.Context, now time.Time, pods map[string]Pod) (Collection, error) {
+	s, err := c.Summary(ctx)
+	if err != nil {
+		return Collection{Time: now}, err
+	}
+	r := Extract(s, pods)
+	for _, sk := range r.Skipped {
+		c.metrics.skipped(sk.Signal)
+	}
+	return Collection{Time: now, Readings: r}, nil
+}
+
+// snippet shortens a response body for an error message.
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

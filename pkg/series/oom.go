@@ -1,0 +1,85 @@
+package series
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// OOMEvent is one OOM kill of a container of a profile, as the node agent reports it to the
+// profile's stream (OOMKey).
+type OOMEvent struct {
+	// Container is the killed container's name.
+	Container string
+	// Pod is "<namespace>/<name>" of the pod.
+	Pod string
+	// Node is the node name.
+	Node string
+	// At is when the kill happened (millisecond precision on the wire).
+	At time.Time
+	// PeakBytes is the container's memory peak before the kill (0 if unknown).
+	PeakBytes int64
+	// LimitBytes is the container's memory limit at the kill (0 if none).
+	LimitBytes int64
+}
+
+// Stream entry field names.
+const (
+	oomContainer = "container"
+	oomPod       = "pod"
+	oomNode      = "node"
+	oomAt        = "at"
+	oomPeak      = "peak"
+	oomLimit     = "limit"
+)
+
+// Validate checks the fields a consumer relies on.
+func (e OOMEvent) Validate() error {
+	if e.Container == "" || !validContainer(e.Container) {
+		return fmt.Errorf("oom event: container name %q is not a DNS label", e.Container)
+	}
+	if e.At.IsZero() {
+		return fmt.Errorf("oom event of %s: time is missing", e.Container)
+	}
+	if e.PeakBytes < 0 || e.LimitBytes < 0 {
+		return fmt.Errorf("oom event of %s: peak %d and limit %d must be ≥ 0", e.Container, e.PeakBytes, e.LimitBytes)
+	}
+	return nil
+}
+
+// WireFields encodes e as stream entry field/value pairs.
+func (e OOMEvent) WireFields() []string {
+	return []string{
+		oomContainer, e.Container,
+		oomPod, e.Pod,
+		oomNode, e.Node,
+		oomAt, strconv.FormatInt(e.At.UnixMilli(), 10),
+		oomPeak, strconv.FormatInt(e.PeakBytes, 10),
+		oomLimit, strconv.FormatInt(e.LimitBytes, 10),
+	}
+}
+
+// DecodeOOMEvent parses a stream entry written by WireFields. Unknown fields are ignored so
+// that newer agents may add some.
+func DecodeOOMEvent(fields map[string]string) (OOMEvent, error) {
+	e := OOMEvent{Container: fields[oomContainer], Pod: fields[oomPod], Node: fields[oomNode]}
+	ints := map[string]*int64{oomPeak: &e.PeakBytes, oomLimit: &e.LimitBytes}
+	var ms int64
+	ints[oomAt] = &ms
+	for name, dst := range ints {
+		s, ok := fields[name]
+		if !ok {
+			return OOMEvent{}, fmt.Errorf("decoding oom event: missing field %q", name)
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return OOMEvent{}, fmt.Errorf("decoding oom event: field %q = %q is not an integer", name, s)
+		}
+		*dst = v
+	}
+	e.At = time.UnixMilli(ms).UTC()
+	if err := e.Validate(); err != nil {
+		return OOMEvent{}, fmt.Errorf("decoding %w", err)
+	}
+	return e, nil
+}

@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/profiles"
+	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+const (
+	cycleProfiles   = 10000
+	cycleContainers = 2
+	cycleWorkers    = 8
+)
+
+var cycleResources = []string{series.ResourceCPU, series.ResourceMemory, series.ResourceEphemeralStorage}
+
+// BenchmarkProfileCycle measures one computation cycle over 10,000 profiles × 2 containers ×
+// 3 resources (60,000 series): store read (merge of retained windows) plus statistics,
+// readiness and recommendations, as the profiles controller runs them. Cycle 1 is cold (all
+// history read and compacted); cycle 2 follows new samples on 10 % of the series, and shows
+// that commands per cycle follow changed series, not samples.
+func BenchmarkProfileCycle(b *testing.B) {
+	ctx := context.Background()
+	c, err := store.Open(srv.Valkey.URL())
+	must(b, err)
+	defer c.Close()
+	retention := ballastv1.DefaultRetentionWindow
+	layout := series.DefaultLayout(retention)
+	w, err := store.NewWriter(c, layout)
+	must(b, err)
+	now := time.Now().UTC()
+	hashes := make([]string, cycleProfiles)
+	for i := range hashes {
+		hashes[i] = fmt.Sprintf("%016x", uint64(i)*0x9e3779b97f4a7c15)
+	}
+	// History: two hours of 5-minute windows at 10 s sampling (30 samples each) per series.
+	t0 := time.Now()
+	writeHistory(b, w, hashes, now, 24, 1.0)
+	b.Logf("wrote %d series × 24 windows in %s", cycleProfiles*cycleContainers*len(cycleResources), time.Since(t0).Round(time.Millisecond))
+
+	adapter := profiles.NewStoreAdapter(srv.Valkey.URL())
+	defer adapter.Close()
+	spec := ballastv1.DefaultPolicySpec(ballastv1.ResourcePolicySpec{Metrics: []ballastv1.MetricSpec{
+		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "avg", Headroom: "1.25"},
+		{Resource: "memory", Field: "request", Source: "s", Aggregation: "p75"},
+		{Resource: "memory", Field: "limit", Source: "s", Aggregation: "p99", Headroom: "1.2"},
+		{Resource: "ephemeral-storage", Field: "request", Source: "s", Aggregation: "p90"}}})
+
+	cycle := func(now time.Time) (time.Duration, int64) {
+		before := adapter.Commands()
+		start := time.Now()
+		work := make(chan string)
+		var wg sync.WaitGroup
+		for i := 0; i < cycleWorkers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for h := range work {
+					s, err := adapter.Read(ctx, h, now, retention)
+					if err != nil {
+						b.Error(err)
+						continue
+					}
+					if _, err := recommend.Compute(recommend.Input{Now: now, Policy: spec, Retention: retention,
+						SamplingInterval: 10 * time.Second, Containers: s.Containers, PodSeries: s.Pod, OOMs: s.OOMs}); err != nil {
+						b.Error(err)
+					}
+				}
+			}()
+		}
+		for _, h := range hashes {
+			work <- h
+		}
+		close(work)
+		wg.Wait()
+		return time.Since(start), adapter.Commands() - before
+	}
+	b.ResetTimer()
+	d1, c1 := cycle(now)
+	// 10 % of the series get one new window of samples.
+	later := now.Add(10 * time.Minute)
+	writeHistory(b, w, hashes, later, 1, 0.1)
+	d2, c2 := cycle(later.Add(time.Second))
+	d3, c3 := cycle(later.Add(2 * time.Second)) // nothing new
+	b.StopTimer()
+	rss := rssMiB()
+	b.ReportMetric(d1.Seconds(), "cold-cycle-s")
+	b.ReportMetric(d2.Seconds(), "cycle-s")
+	b.ReportMetric(float64(c1), "cold-cmds")
+	b.ReportMetric(float64(c2), "cmds-10%-changed")
+	b.ReportMetric(float64(c3), "cmds-unchanged")
+	b.ReportMetric(rss, "rss-MiB")
+	fmt.Printf("\n%-44s %10s %12s\n", fmt.Sprintf("profile cycle: %d profiles × %d × %d series, %d workers", cycleProfiles, cycleContainers, len(cycleResources), cycleWorkers), "wall s", "commands")
+	fmt.Printf("%-44s %10.2f %12d\n%-44s %10.2f %12d\n%-44s %10.2f %12d\n%-44s %10.0f MiB (peak RSS of the whole process)\n",
+		"cycle 1 (cold: read + compact 24 windows)", d1.Seconds(), c1,
+		"cycle 2 (10% of series got a new window)", d2.Seconds(), c2,
+		"cycle 3 (nothing new)", d3.Seconds(), c3, "peak RSS", rss)
+}
+
+// writeHistory writes windows ending at end for a fraction of the series.
+func writeHistory(b *testing.B, w *store.Writer, hashes []string, end time.Time, windows int, fraction float64) {
+	ctx := context.Background()
+	every := int(1 / fraction)
+	var batch []series.WindowUpdate
+	flush := func() {
+		if err := w.Flush(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	for i, h := range hashes {
+		if i%every != 0 {
+			continue
+		}
+		for cn := 0; cn < cycleContainers; cn++ {
+			for ri, res := range cycleResources {
+				for k := 0; k < windows; k++ {
+					start := series.WindowStart(end.Add(-time.Duration(k)*series.DefaultWindow), series.DefaultWindow)
+					hist := &series.Histogram{}
+					for s := 0; s < 30; s++ {
+						v := float64(100*(ri+1)+(i+s+k)%50) * float64(1+ri*1000000)
+						_ = hist.Add(v, start.Add(time.Duration(s)*10*time.Second))
+					}
+					batch = append(batch, series.WindowUpdate{Series: series.SeriesID{Profile: h,
+						Container: "c" + strconv.Itoa(cn), Resource: res, Signal: series.SignalUsage}, Start: start, Hist: hist})
+				}
+			}
+		}
+		if len(batch) >= 2000 {
+			flush()
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+}
+
+// rssMiB is the process's peak resident set (VmHWM).
+func rssMiB() float64 {
+	runtime.GC()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
