@@ -38,6 +38,10 @@ lint: ## gofmt and go vet
 test: tools ## run every test against the real servers (builds the tools first)
 	$(GO) test $(GOTESTFLAGS) ./...
 
+.PHONY: bench
+bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./pkg/store/ ./test/bench/
+
 .PHONY: demo
 demo: ## run the measure → profile → apply loop locally (not built yet, see README)
 	@echo "make demo: the local sandbox is not built yet (issue: make demo). See README.md § Status."
