@@ -43,5 +43,5 @@ bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./pkg/store/ ./test/bench/
 
 .PHONY: demo
-demo: ## run the measure → profile → apply loop locally (not built yet, see README)
-	@echo "make demo: the local sandbox is not built yet (issue: make demo). See README.md § Status."
+demo: tools build ## run the measure → profile → apply loop locally (DEMO_FLAGS=--keep keeps it running)
+	$(BIN)/ballast-demo $(DEMO_FLAGS)

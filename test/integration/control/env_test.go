@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -137,28 +136,7 @@ func fastPolicy() ballastv1.ResourcePolicySpec {
 }
 
 func webhookConfig(port int) *admissionregistrationv1.MutatingWebhookConfiguration {
-	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, ballastv1.WebhookPath)
-	return &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "ballast"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:         ballastv1.WebhookName,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"pods"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
-			}},
-			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: ballastv1.ModeLabel, Operator: metav1.LabelSelectorOpExists}}},
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{operatorNS}}}},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
-			TimeoutSeconds:          ptr.To(int32(5)),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-		}},
-	}
+	return harness.WebhookConfiguration("ballast", fmt.Sprintf("https://127.0.0.1:%d%s", port, ballastv1.WebhookPath), operatorNS)
 }
 
 func (e *env) stop() {

@@ -1,0 +1,286 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/test/harness"
+)
+
+// Options configure a sandbox.
+type Options struct {
+	// Dir is the sandbox folder: logs/, nodes/, kubeconfig, chart. Created if missing.
+	Dir string
+	// Nodes is the number of simulated nodes.
+	Nodes int
+	// ControlBin and NodeBin are the ballast-control and ballast-node binaries.
+	ControlBin, NodeBin string
+	// SampleInterval is the MetricsSources' pollInterval (the agents' cadence).
+	SampleInterval time.Duration
+	// Readiness is the default policy's readiness (fast presets for the demo and the test).
+	Readiness ballastv1.Readiness
+	// Progress receives one line per step.
+	Progress io.Writer
+}
+
+// Sandbox is a running sandbox.
+type Sandbox struct {
+	Opts   Options
+	Kube   *harness.Kube
+	Valkey *harness.Valkey
+	Client client.Client // cached-free admin client
+	Nodes  []*Node
+
+	procs  []*proc
+	cancel context.CancelFunc
+}
+
+const operatorNS = "ballast-system"
+
+func (s *Sandbox) logf(format string, args ...any) {
+	if s.Opts.Progress != nil {
+		fmt.Fprintf(s.Opts.Progress, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+}
+
+// Start brings the whole sandbox up; on error everything started so far is stopped.
+func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
+	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	s = &Sandbox{Opts: o}
+	defer func() {
+		if err != nil {
+			s.Stop()
+			err = fmt.Errorf("%w (component logs in %s)", err, filepath.Join(o.Dir, "logs"))
+		}
+	}()
+	rctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+
+	s.logf("starting etcd and kube-apiserver v1.37.2 on loopback")
+	if s.Kube, err = harness.StartKube(harness.KubeOptions{WithoutCRDs: true}); err != nil {
+		return s, err
+	}
+	s.Client = s.Kube.Client
+	if err := copyFile(s.Kube.Kubeconfig, filepath.Join(o.Dir, "kubeconfig")); err != nil {
+		return s, err
+	}
+	kc := filepath.Join(o.Dir, "kubeconfig")
+
+	s.logf("installing Ballast's CRDs (ballast-control apply-crds)")
+	if err := s.run(ctx, "apply-crds", o.ControlBin, "--kubeconfig", kc, "apply-crds"); err != nil {
+		return s, err
+	}
+
+	s.logf("starting kube-scheduler, kube-controller-manager and kwok")
+	if err := s.startKubeComponents(kc); err != nil {
+		return s, err
+	}
+
+	s.logf("starting Valkey")
+	if s.Valkey, err = harness.StartValkey(); err != nil {
+		return s, err
+	}
+
+	s.logf("starting ballast-control (controllers + webhook with built-in certificates)")
+	if err := s.startControl(ctx, kc); err != nil {
+		return s, err
+	}
+	if err := s.configure(ctx); err != nil {
+		return s, err
+	}
+
+	for i := 0; i < o.Nodes; i++ {
+		name := fmt.Sprintf("sim-node-%d", i+1)
+		n, err := newNode(ctx, s.Client, o.Dir, name)
+		if err != nil {
+			return s, err
+		}
+		s.Nodes = append(s.Nodes, n)
+		go n.run(rctx, time.Second)
+		s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
+		if o.NodeBin == "" {
+			continue // API-side only (the sandbox's own tests)
+		}
+		if err := s.startAgent(kc, n); err != nil {
+			return s, err
+		}
+	}
+	if err := poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
+		return s, err
+	}
+	s.logf("sandbox ready: kubectl --kubeconfig %s get nodes", kc)
+	return s, nil
+}
+
+// run runs a one-shot command to completion.
+func (s *Sandbox) run(ctx context.Context, name, bin string, args ...string) error {
+	p, err := startProc(s.Opts.Dir, name, bin, args...)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.stop(time.Second)
+		return ctx.Err()
+	}
+	if p.err != nil {
+		return fmt.Errorf("%s failed: %w (see %s)", name, p.err, p.log)
+	}
+	return nil
+}
+
+func (s *Sandbox) startKubeComponents(kc string) error {
+	tool := func(n string) (string, error) { return harness.Tool(n) }
+	sched, err := tool("kube-scheduler")
+	if err != nil {
+		return err
+	}
+	kcm, err := tool("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	kwok, err := tool("kwok")
+	if err != nil {
+		return err
+	}
+	p1, _ := harness.FreePort()
+	p2, _ := harness.FreePort()
+	p3, _ := harness.FreePort()
+	stages, err := kwokStages(s.Opts.Dir)
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name, bin string
+		args      []string
+	}{
+		{"kube-scheduler", sched, []string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p1)}},
+		{"kube-controller-manager", kcm, []string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(p2), "--controllers=*,-serviceaccount-token,-serviceaccount",
+			"--use-service-account-credentials=false", "--node-monitor-grace-period=40s"}},
+		{"kwok", kwok, []string{"--kubeconfig", kc, "--manage-all-nodes=false", "--manage-nodes-with-label-selector=type=kwok",
+			"--config", stages, "--server-address=127.0.0.1:" + strconv.Itoa(p3), "--node-ip=127.0.0.1"}},
+	} {
+		p, err := startProc(s.Opts.Dir, c.name, c.bin, c.args...)
+		if err != nil {
+			return err
+		}
+		s.procs = append(s.procs, p)
+	}
+	return nil
+}
+
+// kwokStages writes kwok's stock stages with one addition: running containers get a
+// containerd:// container ID (derived from the pod UID and container name), which the node
+// agent needs to find their cgroups.
+func kwokStages(dir string) (string, error) {
+	src := filepath.Join(harness.BinDir(), "kwok-stages.yaml")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return "", fmt.Errorf("reading %s (run make tools): %w", src, err)
+	}
+	const anchor = "      containerStatuses:\n      {{ range .spec.containers }}\n      - image: {{ .image | Quote }}\n"
+	if !strings.Contains(string(b), anchor) {
+		return "", errors.New("kwok pod-ready stage changed: cannot add container IDs")
+	}
+	out := strings.Replace(string(b), anchor, anchor+
+		"        containerID: {{ printf \"containerd://%s-%s\" $.metadata.uid .name | Quote }}\n", 1)
+	path := filepath.Join(dir, "kwok-stages.yaml")
+	return path, os.WriteFile(path, []byte(out), 0o644)
+}
+
+func (s *Sandbox) startControl(ctx context.Context, kc string) error {
+	port, _ := harness.FreePort()
+	health, _ := harness.FreePort()
+	if err := s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}); err != nil {
+		return err
+	}
+	if err := s.Client.Create(ctx, harness.WebhookConfiguration("ballast", fmt.Sprintf("https://127.0.0.1:%d%s", port, ballastv1.WebhookPath), operatorNS)); err != nil {
+		return err
+	}
+	p, err := startProc(s.Opts.Dir, "ballast-control", s.Opts.ControlBin, "--kubeconfig", kc,
+		"--leader-elect=false", "--operator-namespace", operatorNS, "--redis-url", s.Valkey.URL(),
+		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(port), "--webhook-dns-names", "127.0.0.1",
+		"--webhook-cert-path", filepath.Join(s.Opts.Dir, "webhook-certs"), "--webhook-config-name", "ballast",
+		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(health), "--metrics-bind-address", "0",
+		"--log-format", "text", "--log-level", "debug")
+	if err != nil {
+		return err
+	}
+	s.procs = append(s.procs, p)
+	return poll(ctx, 60*time.Second, "ballast-control ready", func() error {
+		if done, err := p.exited(); done {
+			return fmt.Errorf("ballast-control exited: %v (see %s)", err, p.log)
+		}
+		return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
+	})
+}
+
+func (s *Sandbox) startAgent(kc string, n *Node) error {
+	health, _ := harness.FreePort()
+	debug, _ := harness.FreePort()
+	p, err := startProc(s.Opts.Dir, "ballast-node-"+n.Name, s.Opts.NodeBin, agentArgs(kc, n, s.Valkey.URL(), health, debug)...)
+	if err != nil {
+		return err
+	}
+	s.procs = append(s.procs, p)
+	return nil
+}
+
+func (s *Sandbox) nodesReady() error {
+	for _, n := range s.Nodes {
+		node := &corev1.Node{}
+		if err := s.Client.Get(context.Background(), client.ObjectKey{Name: n.Name}, node); err != nil {
+			return err
+		}
+		ready := false
+		for _, c := range node.Status.Conditions {
+			ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready {
+			return fmt.Errorf("node %s not Ready", n.Name)
+		}
+	}
+	return nil
+}
+
+// Stop tears everything down in reverse order.
+func (s *Sandbox) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		s.procs[i].stop(5 * time.Second)
+	}
+	for _, n := range s.Nodes {
+		n.Kubelet.Close()
+	}
+	s.Valkey.Stop()
+	s.Kube.Stop()
+}
+
+// Logs is the folder holding every component's log.
+func (s *Sandbox) Logs() string { return filepath.Join(s.Opts.Dir, "logs") }
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o600)
+}

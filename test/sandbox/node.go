@@ -1,0 +1,276 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	stats "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+)
+
+// Node is one simulated node: a kwok Node object, a synthetic cgroup v2 tree (systemd
+// driver) that the workload models drive, and a kubelet Summary stub.
+type Node struct {
+	Name       string
+	CgroupRoot string
+	Kubelet    *httptest.Server
+	TokenFile  string
+	CAFile     string
+
+	c     client.Client
+	start time.Time
+	rng   *rand.Rand
+
+	mu         sync.Mutex
+	containers map[string]*simContainer // by container ID
+	used       usage                    // sum of the last tick, for the chart
+}
+
+type simContainer struct {
+	pod, ns, name, uid string
+	model              model
+	dir                string // relative to CgroupRoot
+	started            time.Time
+	usageUsec          float64
+	peak               float64
+	ooms               int
+	limit              float64
+	last               usage
+}
+
+// Capacity of every simulated node.
+var nodeCapacity = corev1.ResourceList{
+	corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"),
+	corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+}
+
+func newNode(ctx context.Context, c client.Client, dir, name string) (*Node, error) {
+	n := &Node{Name: name, CgroupRoot: filepath.Join(dir, "nodes", name, "cgroup"), c: c, start: time.Now(),
+		rng: rand.New(rand.NewPCG(uint64(len(name)), 7)), containers: map[string]*simContainer{}}
+	if err := os.MkdirAll(filepath.Join(n.CgroupRoot, "kubepods.slice"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(n.CgroupRoot, "cgroup.controllers"), []byte("cpuset cpu io memory pids\n"), 0o644); err != nil {
+		return nil, err
+	}
+	// Kubelet Summary stub over TLS with a bearer token, like the real kubelet.
+	n.TokenFile = filepath.Join(dir, "nodes", name, "token")
+	if err := os.WriteFile(n.TokenFile, []byte("sandbox-token-"+name), 0o600); err != nil {
+		return nil, err
+	}
+	n.Kubelet = httptest.NewUnstartedServer(http.HandlerFunc(n.serveSummary))
+	n.Kubelet.StartTLS()
+	n.CAFile = filepath.Join(dir, "nodes", name, "kubelet-ca.crt")
+	if err := writeServerCA(n.Kubelet, n.CAFile); err != nil {
+		return nil, err
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+		Status: corev1.NodeStatus{Capacity: nodeCapacity, Allocatable: nodeCapacity}}
+	if err := c.Create(ctx, node); err != nil {
+		return nil, fmt.Errorf("creating node %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// run drives the cgroup tree every tick until ctx ends.
+func (n *Node) run(ctx context.Context, tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			n.step(ctx, now, now.Sub(last))
+			last = now
+		}
+	}
+}
+
+func (n *Node) step(ctx context.Context, now time.Time, dt time.Duration) {
+	pods := &corev1.PodList{}
+	if err := n.c.List(ctx, pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var total usage
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase != corev1.PodRunning || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			id, err := cgroup.ParseContainerID(cs.ContainerID)
+			if err != nil {
+				continue
+			}
+			seen[id.ID] = true
+			sc := n.containers[id.ID]
+			if sc == nil {
+				if sc, err = n.newContainer(p, cs.Name, id); err != nil {
+					continue
+				}
+				n.containers[id.ID] = sc
+			}
+			n.advance(sc, now, dt)
+			total.MilliCPU += sc.last.MilliCPU
+			total.MemoryBytes += sc.last.MemoryBytes
+		}
+	}
+	for id, sc := range n.containers {
+		if !seen[id] {
+			_ = os.RemoveAll(filepath.Join(n.CgroupRoot, filepath.Dir(sc.dir)))
+			delete(n.containers, id)
+		}
+	}
+	n.used = total
+}
+
+func (n *Node) newContainer(p *corev1.Pod, name string, id cgroup.ContainerID) (*simContainer, error) {
+	qos := cgroup.QOSClass(p.Status.QOSClass)
+	if qos == "" {
+		qos = cgroup.Burstable
+	}
+	dirs, err := cgroup.ContainerDirCandidates(cgroup.DriverSystemd, string(p.UID), qos, id)
+	if err != nil {
+		return nil, err
+	}
+	sc := &simContainer{pod: p.Name, ns: p.Namespace, name: name, uid: string(p.UID), dir: dirs[0],
+		model: modelFor(p.Labels[ModelLabel]), started: time.Now()}
+	for _, c := range p.Spec.Containers {
+		if c.Name == name {
+			if l, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+				sc.limit = float64(l.Value())
+			}
+		}
+	}
+	abs := filepath.Join(n.CgroupRoot, sc.dir)
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, err
+	}
+	limit := "max\n"
+	if sc.limit > 0 {
+		limit = fmt.Sprintf("%d\n", int64(sc.limit))
+	}
+	_ = writeFile(abs, "memory.max", limit)
+	_ = writeFile(abs, "cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+	_ = writeFile(abs, "memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+	for _, d := range []string{abs, filepath.Dir(abs)} {
+		_ = writeFile(d, "memory.events.local", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+		_ = writeFile(d, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+	}
+	return sc, nil
+}
+
+// advance moves one container's counters forward by dt and rewrites its cgroup files.
+func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) {
+	u, oom := sc.model(now.Sub(sc.started).Seconds(), n.rng, sc.limit)
+	u.MilliCPU, u.MemoryBytes = clampPositive(u.MilliCPU), clampPositive(u.MemoryBytes)
+	sc.last = u
+	sc.usageUsec += u.MilliCPU / 1000 * dt.Seconds() * 1e6
+	sc.peak = max(sc.peak, u.MemoryBytes)
+	abs := filepath.Join(n.CgroupRoot, sc.dir)
+	inactive := 8 * mi
+	_ = writeFile(abs, "cpu.stat", fmt.Sprintf("usage_usec %d\nuser_usec %d\nsystem_usec %d\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
+		int64(sc.usageUsec), int64(sc.usageUsec*0.8), int64(sc.usageUsec*0.2)))
+	_ = writeFile(abs, "memory.current", fmt.Sprintf("%d\n", int64(u.MemoryBytes)+int64(inactive)))
+	_ = writeFile(abs, "memory.stat", fmt.Sprintf("anon %d\nfile %d\nactive_file 0\ninactive_file %d\n", int64(u.MemoryBytes), inactive, inactive))
+	_ = writeFile(abs, "memory.peak", fmt.Sprintf("%d\n", int64(sc.peak)+int64(inactive)))
+	if oom {
+		// The container's own limit was hit: oom and oom_kill in its memory.events.local.
+		sc.ooms++
+		ev := fmt.Sprintf("low 0\nhigh 0\nmax %d\noom %d\noom_kill %d\noom_group_kill 0\n", sc.ooms, sc.ooms, sc.ooms)
+		_ = writeFile(abs, "memory.events", ev)
+		_ = writeFile(abs, "memory.events.local", ev)
+		sc.started, sc.peak = now, 0
+	}
+}
+
+// serveSummary answers GET /stats/summary with the containers' ephemeral storage.
+func (n *Node) serveSummary(w http.ResponseWriter, r *http.Request) {
+	tok, _ := os.ReadFile(n.TokenFile)
+	if r.Header.Get("Authorization") != "Bearer "+strings.TrimSpace(string(tok)) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if r.URL.Path != "/stats/summary" {
+		http.NotFound(w, r)
+		return
+	}
+	n.mu.Lock()
+	byPod := map[string]*stats.PodStats{}
+	now := metav1.Now()
+	for _, sc := range n.containers {
+		ps := byPod[sc.uid]
+		if ps == nil {
+			ps = &stats.PodStats{PodRef: stats.PodReference{Name: sc.pod, Namespace: sc.ns, UID: sc.uid}, StartTime: now}
+			byPod[sc.uid] = ps
+		}
+		root, logs := uint64(sc.last.DiskBytes*0.8), uint64(sc.last.DiskBytes*0.2)
+		nano, ws := uint64(sc.last.MilliCPU*1e6), uint64(sc.last.MemoryBytes)
+		ps.Containers = append(ps.Containers, stats.ContainerStats{Name: sc.name, StartTime: now,
+			CPU:    &stats.CPUStats{Time: now, UsageNanoCores: &nano},
+			Memory: &stats.MemoryStats{Time: now, WorkingSetBytes: &ws},
+			Rootfs: &stats.FsStats{Time: now, UsedBytes: &root}, Logs: &stats.FsStats{Time: now, UsedBytes: &logs}})
+	}
+	n.mu.Unlock()
+	s := stats.Summary{Node: stats.NodeStats{NodeName: n.Name, StartTime: metav1.NewTime(n.start)}}
+	for _, ps := range byPod {
+		s.Pods = append(s.Pods, *ps)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s)
+}
+
+// Used returns the summed usage of the node's containers at the last tick.
+func (n *Node) Used() (milliCPU, memBytes float64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.used.MilliCPU, n.used.MemoryBytes
+}
+
+func writeFile(dir, name, content string) error {
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, name))
+}
+
+func writeServerCA(s *httptest.Server, path string) error {
+	cert := s.TLS.Certificates[0]
+	return writePEMCert(path, cert)
+}
+
+func writePEMCert(path string, cert tls.Certificate) error {
+	var b strings.Builder
+	for _, der := range cert.Certificate {
+		b.WriteString(pemCert(der))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func pemCert(der []byte) string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}

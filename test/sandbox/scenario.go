@@ -1,0 +1,250 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+)
+
+// Scenario is the measure → profile → apply story the demo tells and the e2e test checks.
+type Scenario struct {
+	// Namespaces run Shop in measure mode first; NewNamespace receives it in apply mode later.
+	Namespaces   []string
+	NewNamespace string
+	Shop, OOM    App
+	// Wait bounds every step.
+	Wait time.Duration
+}
+
+// Row is one line of the final table.
+type Row struct {
+	Namespace                  string
+	CPUBefore, CPUAfter        string
+	MemBefore, MemAfter        string
+	MemLimitBefore, MemLimitAf string
+	UsageCPU, UsageMem         string
+}
+
+// Report is what the scenario observed.
+type Report struct {
+	ShopProfile     string
+	SharedPods      int // shop pods bound to ShopProfile across the measure namespaces
+	SharedWorkloads int32
+	Samples         int64
+	Recommendation  map[string]ballastv1.Recommendation
+	NewPodsSized    bool // every pod of NewNamespace was sized at its first admission
+	Rows            []Row
+	OOMProfile      string
+	OOMLimitBefore  string
+	OOMLimitAfter   string
+}
+
+// Run plays the scenario, printing progress to w.
+func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writer) (*Report, error) {
+	say := func(f string, a ...any) {
+		fmt.Fprintf(w, "%s  "+f+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+	}
+	rep := &Report{}
+	before := map[string]corev1.ResourceRequirements{}
+
+	rec.Mark("measure")
+	for _, ns := range sc.Namespaces {
+		say("deploying %s (%d replicas, requests cpu %s memory %s) into %s in measure mode", sc.Shop.Name, sc.Shop.Replicas, sc.Shop.CPU, sc.Shop.Memory, ns)
+		if err := s.Deploy(ctx, ns, sc.Shop, ballastv1.ModeMeasure); err != nil {
+			return nil, err
+		}
+	}
+	say("deploying %s (memory limit %s, leaks into OOM kills) into %s in measure mode", sc.OOM.Name, sc.OOM.MemLimit, sc.Namespaces[0])
+	if err := s.Deploy(ctx, sc.Namespaces[0], sc.OOM, ballastv1.ModeMeasure); err != nil {
+		return nil, err
+	}
+	for _, ns := range sc.Namespaces {
+		if err := poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, ns, sc.Shop.Name) }); err != nil {
+			return nil, err
+		}
+		pods, _ := s.AppPods(ctx, ns, sc.Shop.Name)
+		before[ns] = pods[0].Spec.Containers[0].Resources
+	}
+
+	// One profile for all namespaces, accruing until ready.
+	var wp *ballastv1.WorkloadProfile
+	lastSay := time.Time{}
+	err := poll(ctx, sc.Wait, "shop profile Sufficient", func() error {
+		var err error
+		if wp, err = s.Profile(ctx, sc.Namespaces[0], sc.Shop.Name); err != nil {
+			return err
+		}
+		samples, span := profileSamples(wp)
+		if time.Since(lastSay) > 5*time.Second {
+			say("profile %s: %s, %d pods from %d workloads, %d cpu samples over %s", wp.Name, state(wp), wp.Status.ActivePods, wp.Status.ActiveWorkloads, samples, span)
+			lastSay = time.Now()
+		}
+		if wp.Status.State != ballastv1.StateSufficient {
+			return fmt.Errorf("profile %s is %s", wp.Name, state(wp))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.ShopProfile, rep.SharedWorkloads = wp.Name, wp.Status.ActiveWorkloads
+	rep.Samples, _ = profileSamples(wp)
+	rep.Recommendation = wp.Status.Containers[0].Recommendations
+	for _, ns := range sc.Namespaces {
+		pods, _ := s.AppPods(ctx, ns, sc.Shop.Name)
+		for _, p := range pods {
+			if p.Annotations[ballastv1.ProfileRefAnnotation] == wp.Name {
+				rep.SharedPods++
+			}
+		}
+	}
+	say("profile %s is Sufficient: one profile for %d pods in %d namespaces; recommends %s", wp.Name, rep.SharedPods, len(sc.Namespaces), recString(rep.Recommendation))
+
+	rec.Mark("apply")
+	for _, ns := range sc.Namespaces {
+		say("switching %s/%s to apply mode (rolling update; admission sizes the new pods)", ns, sc.Shop.Name)
+		if err := s.SetMode(ctx, ns, sc.Shop.Name, ballastv1.ModeApply); err != nil {
+			return nil, err
+		}
+	}
+	for _, ns := range sc.Namespaces {
+		if err := poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, ns, sc.Shop.Name) }); err != nil {
+			return nil, err
+		}
+	}
+
+	rec.Mark("new namespace")
+	say("deploying %s into the brand-new namespace %s in apply mode", sc.Shop.Name, sc.NewNamespace)
+	if err := s.Deploy(ctx, sc.NewNamespace, sc.Shop, ballastv1.ModeApply); err != nil {
+		return nil, err
+	}
+	if err := poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, sc.NewNamespace, sc.Shop.Name) }); err != nil {
+		return nil, err
+	}
+	pods, _ := s.AppPods(ctx, sc.NewNamespace, sc.Shop.Name)
+	rep.NewPodsSized = len(pods) > 0
+	for _, p := range pods {
+		got := p.Spec.Containers[0].Resources.Requests.Cpu().String()
+		if got != rep.Recommendation["cpu"].Request || p.Annotations[ballastv1.AppliedAnnotation("cpu", "request")] == "" {
+			rep.NewPodsSized = false
+		}
+	}
+	say("%s/%s admitted right-sized at first admission: %v", sc.NewNamespace, sc.Shop.Name, rep.NewPodsSized)
+
+	// The OOM-ing app: its memory recommendation jumps once the agent reports a kill.
+	err = poll(ctx, sc.Wait, "OOM bump", func() error {
+		oom, err := s.Profile(ctx, sc.Namespaces[0], sc.OOM.Name)
+		if err != nil {
+			return err
+		}
+		rep.OOMProfile = oom.Name
+		if oom.Status.State != ballastv1.StateSufficient || len(oom.Status.Containers) == 0 {
+			return fmt.Errorf("%s is %s", oom.Name, state(oom))
+		}
+		lim := oom.Status.Containers[0].Recommendations["memory"].Limit
+		if rep.OOMLimitBefore == "" {
+			rep.OOMLimitBefore = lim
+			say("profile %s: memory limit recommendation %s; waiting for an OOM kill", oom.Name, lim)
+		}
+		if lim == rep.OOMLimitBefore {
+			return fmt.Errorf("memory limit recommendation still %s", lim)
+		}
+		rep.OOMLimitAfter = lim
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	rec.Mark("OOM bump")
+	say("OOM kill seen: %s memory limit recommendation %s → %s", rep.OOMProfile, rep.OOMLimitBefore, rep.OOMLimitAfter)
+
+	for _, ns := range append(slices.Clone(sc.Namespaces), sc.NewNamespace) {
+		pods, _ := s.AppPods(ctx, ns, sc.Shop.Name)
+		if len(pods) == 0 {
+			continue
+		}
+		after := pods[0].Spec.Containers[0].Resources
+		b, ok := before[ns]
+		row := Row{Namespace: ns, CPUAfter: after.Requests.Cpu().String(), MemAfter: qty(after.Requests.Memory()),
+			MemLimitAf: qty(after.Limits.Memory())}
+		if ok {
+			row.CPUBefore, row.MemBefore, row.MemLimitBefore = b.Requests.Cpu().String(), qty(b.Requests.Memory()), qty(b.Limits.Memory())
+		} else {
+			row.CPUBefore, row.MemBefore, row.MemLimitBefore = "(new)", "(new)", "(new)"
+		}
+		if st := statOf(wp, "cpu"); st != nil {
+			row.UsageCPU = st.Mean
+		}
+		if st := statOf(wp, "memory"); st != nil {
+			row.UsageMem = st.P75
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	return rep, nil
+}
+
+// PrintTable writes the final table.
+func (r *Report) PrintTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tCPU REQUEST before → after\tMEMORY REQUEST before → after\tMEMORY LIMIT before → after\tOBSERVED cpu mean / memory p75")
+	for _, row := range r.Rows {
+		fmt.Fprintf(tw, "%s\t%s → %s\t%s → %s\t%s → %s\t%s / %s\n", row.Namespace, row.CPUBefore, row.CPUAfter,
+			row.MemBefore, row.MemAfter, row.MemLimitBefore, row.MemLimitAf, row.UsageCPU, row.UsageMem)
+	}
+	tw.Flush()
+}
+
+func profileSamples(wp *ballastv1.WorkloadProfile) (int64, string) {
+	if st := statOf(wp, "cpu"); st != nil {
+		return st.Samples, st.TimeSpan
+	}
+	return 0, "0s"
+}
+
+func statOf(wp *ballastv1.WorkloadProfile, res string) *ballastv1.UsageStats {
+	for _, c := range wp.Status.Containers {
+		for i := range c.UsageStats {
+			if c.UsageStats[i].Resource == res {
+				return &c.UsageStats[i]
+			}
+		}
+	}
+	return nil
+}
+
+func state(wp *ballastv1.WorkloadProfile) string {
+	if wp.Status.State == "" {
+		return ballastv1.StateAccruing
+	}
+	return wp.Status.State
+}
+
+func recString(r map[string]ballastv1.Recommendation) string {
+	var parts []string
+	for _, res := range []string{"cpu", "memory", "ephemeral-storage"} {
+		if v, ok := r[res]; ok {
+			s := res + " request " + v.Request
+			if v.Limit != "" {
+				s += " limit " + v.Limit
+			}
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func qty(q *resource.Quantity) string {
+	if q == nil || q.IsZero() {
+		return "-"
+	}
+	return q.String()
+}

@@ -1,0 +1,131 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+)
+
+// App is a Deployment the scenario runs.
+type App struct {
+	Name, Component, Model string
+	Replicas               int32
+	CPU, Memory, MemLimit  string // the author's (over-provisioned) values
+}
+
+// Deploy creates the namespace (if needed) and the app's Deployment in mode.
+func (s *Sandbox) Deploy(ctx context.Context, ns string, a App, mode string) error {
+	if err := s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	labels := map[string]string{identityLabels[0]: a.Name, identityLabels[1]: a.Component, ModelLabel: a.Model}
+	tmpl := map[string]string{ballastv1.ModeLabel: mode}
+	for k, v := range labels {
+		tmpl[k] = v
+	}
+	res := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(a.CPU), corev1.ResourceMemory: resource.MustParse(a.Memory)},
+	}
+	if a.MemLimit != "" {
+		res.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(a.MemLimit)}
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(a.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{identityLabels[0]: a.Name, identityLabels[1]: a.Component}},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxSurge: ptr.To(intstr.FromString("50%")), MaxUnavailable: ptr.To(intstr.FromString("50%"))}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: tmpl},
+				Spec: corev1.PodSpec{
+					Containers:                    []corev1.Container{{Name: "app", Image: "sandbox.invalid/" + a.Name + ":1", Resources: res}},
+					Tolerations:                   []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
+					TerminationGracePeriodSeconds: ptr.To(int64(0)),
+				},
+			},
+		},
+	}
+	return s.Client.Create(ctx, d)
+}
+
+// SetMode changes the mode label of an app's pod template (a rolling update follows).
+func (s *Sandbox) SetMode(ctx context.Context, ns, app, mode string) error {
+	d := &appsv1.Deployment{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, d); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Template.Labels[ballastv1.ModeLabel] = mode
+	return s.Client.Patch(ctx, d, patch)
+}
+
+// Rolled reports whether an app's Deployment finished rolling out with every pod Running.
+func (s *Sandbox) Rolled(ctx context.Context, ns, app string) error {
+	d := &appsv1.Deployment{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, d); err != nil {
+		return err
+	}
+	st := d.Status
+	want := *d.Spec.Replicas
+	if d.Generation != st.ObservedGeneration || st.UpdatedReplicas != want || st.Replicas != want || st.AvailableReplicas != want {
+		return fmt.Errorf("%s/%s rolling: updated %d/%d, total %d, available %d", ns, app, st.UpdatedReplicas, want, st.Replicas, st.AvailableReplicas)
+	}
+	pods, err := s.AppPods(ctx, ns, app)
+	if err != nil {
+		return err
+	}
+	running := 0
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	if running != int(want) {
+		return fmt.Errorf("%s/%s: %d of %d pods running", ns, app, running, want)
+	}
+	return nil
+}
+
+// AppPods lists an app's live pods in ns.
+func (s *Sandbox) AppPods(ctx context.Context, ns, app string) ([]corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := s.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{identityLabels[0]: app}); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp.IsZero() {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Profile returns the WorkloadProfile an app's pods are bound to.
+func (s *Sandbox) Profile(ctx context.Context, ns, app string) (*ballastv1.WorkloadProfile, error) {
+	pods, err := s.AppPods(ctx, ns, app)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
+		if ref := p.Annotations[ballastv1.ProfileRefAnnotation]; ref != "" {
+			wp := &ballastv1.WorkloadProfile{}
+			if err := s.Client.Get(ctx, client.ObjectKey{Name: ref}, wp); err != nil {
+				return nil, err
+			}
+			return wp, nil
+		}
+	}
+	return nil, fmt.Errorf("no pod of %s/%s is bound to a profile yet", ns, app)
+}
