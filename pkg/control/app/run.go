@@ -121,6 +121,8 @@ func NewWith(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (ctrl
 		deps.Now = time.Now
 	}
 	deps.Resolver = resolve.New(mgr.GetCache())
+	ctrl.Log.Info("starting ballast-control", "dry_run", o.DryRun, "operatorNamespace", o.OperatorNamespace,
+		"leaderElect", o.LeaderElect, "webhookCertMode", o.WebhookCertMode)
 	if err := Register(ctx, mgr, o, deps); err != nil {
 		return nil, err
 	}
