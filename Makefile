@@ -22,11 +22,12 @@ build: ## build ballast-control into bin/
 generate: ## regenerate deepcopy code and CRD manifests
 	@hack/tools/build.sh controller-gen
 	$(BIN)/controller-gen object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=pkg/apis/ballast/v1/crds
+	cp pkg/apis/ballast/v1/crds/*.yaml charts/ballast/crds/
 
 .PHONY: verify
 verify: generate ## regenerate everything and fail if the tree changed
-	@git diff --exit-code -- pkg/apis || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- pkg/apis)" || { git status --porcelain -- pkg/apis; echo "untracked generated files: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- pkg/apis charts/ballast/crds || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- pkg/apis charts/ballast/crds)" || { git status --porcelain -- pkg/apis charts/ballast/crds; echo "untracked generated files: run make generate and commit"; exit 1; }
 	@$(GO) mod tidy -diff
 
 .PHONY: lint

@@ -1,0 +1,227 @@
+{{/*
+Names. The fullname is cut to 50 characters so that every suffixed Service name
+(<fullname>-webhook, <fullname>-metrics, <fullname>-node-metrics) stays a valid 63-character
+DNS label.
+*/}}
+{{- define "ballast.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ballast.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ballast.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels of one component: (dict "ctx" $ "component" "control"). */}}
+{{- define "ballast.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ballast.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Every object's labels: (dict "ctx" $ "component" "control"). */}}
+{{- define "ballast.labels" -}}
+{{ include "ballast.selectorLabels" . }}
+app.kubernetes.io/part-of: ballast
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+helm.sh/chart: {{ include "ballast.chart" .ctx }}
+{{- end -}}
+
+{{- define "ballast.serviceAccountName" -}}
+{{- default (include "ballast.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "ballast.agentName" -}}
+{{- printf "%s-node" (include "ballast.fullname" .) -}}
+{{- end -}}
+
+{{- define "ballast.crdUpgradeName" -}}
+{{- printf "%s-crd-upgrade" (include "ballast.fullname" .) -}}
+{{- end -}}
+
+{{- define "ballast.webhookServiceName" -}}
+{{- printf "%s-webhook" (include "ballast.fullname" .) -}}
+{{- end -}}
+
+{{/* The Secret holding the webhook serving certificate, in either certificate mode. */}}
+{{- define "ballast.webhookSecretName" -}}
+{{- printf "%s-webhook-cert" (include "ballast.fullname" .) -}}
+{{- end -}}
+
+{{/* Where ballast-control reads (files mode) or writes (builtin mode) tls.crt and tls.key. */}}
+{{- define "ballast.webhookCertPath" -}}
+/certs/webhook
+{{- end -}}
+
+{{- define "ballast.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The store URL both binaries use. */}}
+{{- define "ballast.redisURL" -}}
+{{- if .Values.valkey.enabled -}}
+{{- printf "redis://%s-valkey:6379" .Release.Name -}}
+{{- else -}}
+{{- .Values.store.endpoint -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+dryRun as one of none|apply|resize|all. A legacy map {measure, apply, resize} of booleans is
+translated: measure is ignored (measuring writes nothing), apply and resize together mean all.
+*/}}
+{{- define "ballast.dryRun" -}}
+{{- $d := .Values.dryRun -}}
+{{- if kindIs "map" $d -}}
+{{- $apply := eq (toString (get $d "apply")) "true" -}}
+{{- $resize := eq (toString (get $d "resize")) "true" -}}
+{{- if and $apply $resize -}}all{{- else if $apply -}}apply{{- else if $resize -}}resize{{- else -}}none{{- end -}}
+{{- else -}}
+{{- default "none" $d -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ballast.dryRunIsLegacy" -}}
+{{- if kindIs "map" .Values.dryRun -}}true{{- end -}}
+{{- end -}}
+
+{{/* Restricted-profile container security context, shared by every Ballast container. */}}
+{{- define "ballast.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "ballast.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* ballast-control's arguments (SPEC §12.2, §13.2). */}}
+{{- define "ballast.control.args" -}}
+- --health-probe-bind-address=:8081
+{{- if .Values.telemetry.prometheus.enabled }}
+- --metrics-bind-address=:{{ .Values.telemetry.prometheus.port }}
+- --metrics-secure={{ .Values.telemetry.prometheus.secure }}
+{{- else }}
+- --metrics-bind-address=0
+{{- end }}
+- --webhook-cert-path={{ include "ballast.webhookCertPath" . }}
+{{- if .Values.certManager.enabled }}
+- --webhook-cert-mode=files
+{{- else }}
+- --webhook-cert-mode=builtin
+- --webhook-secret-name={{ include "ballast.webhookSecretName" . }}
+- --webhook-config-name={{ include "ballast.fullname" . }}
+- --webhook-dns-names={{ include "ballast.webhookServiceName" . }}.{{ .Release.Namespace }}.svc,{{ include "ballast.webhookServiceName" . }}.{{ .Release.Namespace }}.svc.cluster.local
+{{- end }}
+- --redis-url={{ include "ballast.redisURL" . }}
+- --log-level={{ .Values.logging.level }}
+- --log-format={{ .Values.logging.format }}
+{{- range $component := list "webhook" "watcher" "collector" "adjuster" }}
+{{- with get $.Values.logging $component }}
+- --log-level-{{ $component }}={{ . }}
+{{- end }}
+{{- end }}
+{{- if not .Values.logging.stdout.enabled }}
+- --log-stdout=false
+{{- end }}
+{{- with .Values.logging.stdout.additionalKeys }}
+- --log-stdout-fields={{ toJson . }}
+{{- end }}
+{{- $dry := include "ballast.dryRun" . }}
+{{- if ne $dry "none" }}
+- --dry-run={{ $dry }}
+{{- end }}
+{{- if .Values.leaderElect }}
+- --leader-elect
+{{- else }}
+- --leader-elect=false
+{{- end }}
+{{- end -}}
+
+{{/*
+ballast-node's arguments and environment, kept together here so they are easy to adjust
+while the agent's flags settle. NODE_IP and NODE_NAME come from the downward API;
+$(VAR) references are expanded by the kubelet.
+*/}}
+{{- define "ballast.agent.args" -}}
+- --cgroup-root=/host/sys/fs/cgroup
+- --kubelet-url=https://$(NODE_IP):{{ .Values.agent.kubelet.port }}
+- --kubelet-token-file=/var/run/secrets/kubernetes.io/serviceaccount/token
+{{- if .Values.agent.kubelet.insecureSkipVerify }}
+- --kubelet-insecure-skip-verify
+{{- else if .Values.agent.kubelet.caFile }}
+- --kubelet-ca-file={{ .Values.agent.kubelet.caFile }}
+{{- end }}
+- --health-probe-bind-address=:{{ .Values.agent.healthPort }}
+{{- if .Values.telemetry.prometheus.enabled }}
+- --metrics-bind-address=:{{ .Values.telemetry.prometheus.port }}
+{{- else }}
+- --metrics-bind-address=0
+{{- end }}
+- --log-level={{ .Values.logging.level }}
+- --log-format={{ .Values.logging.format }}
+{{- end -}}
+
+{{- define "ballast.agent.env" -}}
+- name: NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+- name: NODE_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.hostIP
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: REDIS_URL
+  value: {{ include "ballast.redisURL" . | quote }}
+{{- end -}}
+
+{{/*
+A Kubernetes quantity as a number of bytes (printed as a float). Handles plain numbers,
+decimal and binary suffixes and e-notation: "1Gi", "1.5G", "500Mi", "1e9", "1073741824".
+*/}}
+{{- define "ballast.quantityBytes" -}}
+{{- $q := toString . | trim -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $q -}}
+{{- if not $num -}}
+{{- fail (printf "cannot read %q as a storage quantity" $q) -}}
+{{- end -}}
+{{- $suffix := trimPrefix $num $q -}}
+{{- $units := dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 "k" 1000.0 "M" 1000000.0 "G" 1000000000.0 "T" 1000000000000.0 "P" 1000000000000000.0 "E" 1000000000000000000.0 -}}
+{{- if hasKey $units $suffix -}}
+{{- mulf (float64 $num) (get $units $suffix) -}}
+{{- else if regexMatch "^[eE][0-9]+$" $suffix -}}
+{{- mulf (float64 $num) (float64 (printf "1%s" $suffix)) -}}
+{{- else -}}
+{{- fail (printf "cannot read %q as a storage quantity (unknown suffix %q)" $q $suffix) -}}
+{{- end -}}
+{{- end -}}
