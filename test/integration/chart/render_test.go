@@ -302,7 +302,7 @@ func checkControlDeployment(t *testing.T, m *manifests, wantArgs []string) {
 		t.Fatalf("containers: %+v", ps.Containers)
 	}
 	c := ps.Containers[0]
-	if c.Image != "ghcr.io/ballastk8s/ballast:0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+	if c.Image != "ballastk8s/ballast:0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("image %q pull policy %q (tag must default to appVersion 0.1.0)", c.Image, c.ImagePullPolicy)
 	}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
@@ -507,7 +507,7 @@ func checkCRDHook(t *testing.T, m *manifests) {
 		t.Errorf("restartPolicy %q serviceAccountName %q", ps.RestartPolicy, ps.ServiceAccountName)
 	}
 	c := ps.Containers[0]
-	if c.Image != "ghcr.io/ballastk8s/ballast:0.1.0" {
+	if c.Image != "ballastk8s/ballast:0.1.0" {
 		t.Errorf("image %q, want the control-plane image", c.Image)
 	}
 	if diff := cmp.Diff([]string{"apply-crds"}, c.Args); diff != "" {
