@@ -73,5 +73,7 @@ func agentArgs(kubeconfig string, n *Node, redisURL string, health, debug int) [
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(health),
 		"--debug-bind-address", "127.0.0.1:" + strconv.Itoa(debug),
 		"--metrics-bind-address", "0",
+		"--flush-interval", "2s",
+		"--log-format", "text",
 	}
 }

@@ -201,8 +201,9 @@ func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) {
 		// The container's own limit was hit: oom and oom_kill in its memory.events.local.
 		sc.ooms++
 		ev := fmt.Sprintf("low 0\nhigh 0\nmax %d\noom %d\noom_kill %d\noom_group_kill 0\n", sc.ooms, sc.ooms, sc.ooms)
-		_ = writeFile(abs, "memory.events", ev)
-		_ = writeFile(abs, "memory.events.local", ev)
+		// In place, as the kernel updates them: the agent watches these files with inotify.
+		_ = os.WriteFile(filepath.Join(abs, "memory.events"), []byte(ev), 0o644)
+		_ = os.WriteFile(filepath.Join(abs, "memory.events.local"), []byte(ev), 0o644)
 		sc.started, sc.peak = now, 0
 	}
 }

@@ -155,8 +155,13 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 			rep.OOMLimitBefore = lim
 			say("profile %s: memory limit recommendation %s; waiting for an OOM kill", oom.Name, lim)
 		}
-		if lim == rep.OOMLimitBefore {
-			return fmt.Errorf("memory limit recommendation still %s", lim)
+		// An OOM bump raises the recommendation to max(peak × 1.2, peak + 100Mi), peak being
+		// about the container's limit: history alone never gets there.
+		bump := resource.MustParse(sc.OOM.MemLimit)
+		bump.Add(resource.MustParse("100Mi"))
+		got, err := resource.ParseQuantity(lim)
+		if err != nil || got.Cmp(bump) < 0 {
+			return fmt.Errorf("memory limit recommendation %s, below the OOM bump %s", lim, bump.String())
 		}
 		rep.OOMLimitAfter = lim
 		return nil
