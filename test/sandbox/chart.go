@@ -35,10 +35,13 @@ func WriteChart(path string, pts []Point) error {
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#555">%.1f</text>`, pad-6, y(v)+4, v)
 		}
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#555">%.0fs</text>`, w-pad, y(0)+16, maxT)
+		events := 0
 		for _, p := range pts {
 			if p.Event != "" {
 				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#bbb" stroke-dasharray="4 3"/>`, x(p.At.Seconds()), y(0), x(p.At.Seconds()), y(maxY))
-				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#444" font-size="11">%s</text>`, x(p.At.Seconds())+3, y(maxY)+12, p.Event)
+				// Stagger the labels: steps often come seconds apart.
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#444" font-size="11">%s</text>`, x(p.At.Seconds())+3, y(maxY)+12+float64(events%4)*13, p.Event)
+				events++
 			}
 		}
 		lines := []struct {

@@ -56,7 +56,7 @@ type simContainer struct {
 
 // Capacity of every simulated node.
 var nodeCapacity = corev1.ResourceList{
-	corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"),
+	corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
 	corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 }
 
