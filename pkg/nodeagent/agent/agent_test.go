@@ -1,0 +1,276 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(*Options)
+		want   string // substring of the error, "" for valid
+	}{
+		"defaults with a node name":      {func(o *Options) {}, ""},
+		"node name required":             {func(o *Options) { o.NodeName = "" }, "--node-name"},
+		"driver enum":                    {func(o *Options) { o.CgroupDriver = "docker" }, "--cgroup-driver"},
+		"positive intervals":             {func(o *Options) { o.FlushInterval = 0 }, "--flush-interval"},
+		"bounded buffer":                 {func(o *Options) { o.BufferMaxWindows = 0 }, "--buffer-max-windows"},
+		"cert and key together":          {func(o *Options) { o.DebugTLSCertFile = "c" }, "go together"},
+		"no auth on loopback is allowed": {func(o *Options) { o.DebugAuth = false }, ""},
+		"no auth beyond loopback is refused": {func(o *Options) {
+			o.DebugAuth, o.DebugBindAddress = false, ":8082"
+		}, "--debug-auth=false"},
+		"debug endpoint disabled": {func(o *Options) { o.DebugAuth, o.DebugBindAddress = false, "0" }, ""},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := NewOptions()
+			o.NodeName = "node-1"
+			c.mutate(o)
+			err := o.Validate()
+			if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("Validate() = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestEnvironmentFallbacks(t *testing.T) {
+	t.Setenv("NODE_NAME", "from-env")
+	t.Setenv("NODE_IP", "10.0.0.5")
+	t.Setenv("REDIS_URL", "redis://valkey:6379")
+	t.Setenv("BALLAST_FLUSH_INTERVAL", "3s")
+	t.Setenv("BALLAST_BUFFER_MAX_WINDOWS", "not-a-number")
+	o := NewOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--redis-url", "redis://flag:6379"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.NodeName != "from-env" || o.KubeletURL != "https://10.0.0.5:10250" || o.FlushInterval != 3*time.Second ||
+		o.RedisURL != "redis://flag:6379" {
+		t.Errorf("options %+v", o)
+	}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "BALLAST_BUFFER_MAX_WINDOWS") {
+		t.Errorf("a bad environment value must fail validation: %v", err)
+	}
+}
+
+func TestSplitErrors(t *testing.T) {
+	err := errors.Join(errors.New("container uid-1/app: reading cpu.stat: no such file"),
+		fmt.Errorf("container uid-2/side: cpu rate: %w\nsecond line", errors.New("went backwards")), errors.New("collecting cgroups: context canceled"))
+	got := splitErrors(err)
+	want := map[string]string{"uid-1/app": "reading cpu.stat: no such file", "uid-2/side": "cpu rate: went backwards; second line",
+		"": "collecting cgroups: context canceled"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("splitErrors = %v, want %v", got, want)
+	}
+	if len(splitErrors(nil)) != 0 {
+		t.Error("nil error split into something")
+	}
+}
+
+func TestKubeletReadingsAreNeverRecordedTwice(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	cases := map[string]struct {
+		kubeletAt, lastKubeletAt, lastRecorded, now time.Time
+		want                                        bool
+	}{
+		"first reading":                  {t0, time.Time{}, time.Time{}, t0, true},
+		"same kubelet reading again":     {t0, t0, t0, t0.Add(30 * time.Second), false},
+		"new reading, interval passed":   {t0.Add(30 * time.Second), t0, t0, t0.Add(30 * time.Second), true},
+		"new reading, interval not over": {t0.Add(5 * time.Second), t0, t0, t0.Add(5 * time.Second), false},
+		"no kubelet time":                {time.Time{}, time.Time{}, time.Time{}, t0, false},
+	}
+	for name, c := range cases {
+		if got := due(c.kubeletAt, c.lastKubeletAt, c.lastRecorded, c.now, 10*time.Second); got != c.want {
+			t.Errorf("%s: due = %t", name, got)
+		}
+	}
+	if got := nextTick(t0, time.Second, t0.Add(500*time.Millisecond)); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("nextTick on schedule = %v", got)
+	}
+	if got := nextTick(t0, time.Second, t0.Add(5*time.Second)); !got.Equal(t0.Add(6 * time.Second)) {
+		t.Errorf("nextTick after a stall = %v (missed ticks must be skipped)", got)
+	}
+}
+
+// testAgent is an agent without cluster access, reading a copy of a cgroup fixture tree.
+func testAgent(t *testing.T, fixture string) *Agent {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "cgroup", "testdata", fixture))); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.NodeName, o.RedisURL = "node-1", "redis://127.0.0.1:1" // nothing listens: writes fail and queue
+	o.CgroupRoot = dir
+	a := newAgent(o, prometheus.NewRegistry())
+	cg, err := cgroup.Open(dir, cgroup.Options{Driver: cgroup.DriverCgroupfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cg.Close() })
+	a.cg = cg
+	return a
+}
+
+// On cgroup v1 there is no memory.events to watch: the sampler records cpu and memory and
+// finds OOM kills by polling oom_kill, queueing them while Valkey is unreachable.
+func TestCycleOnCgroupV1(t *testing.T) {
+	a := testAgent(t, "cgroupv1-cgroupfs")
+	const uid = "7b2f1d2e-3c4d-4e5f-9a01-b2c3d4e5f6a7"
+	const id = "2222222222222222222222222222222222222222222222222222222222222222"
+	memDir := filepath.Join(a.o.CgroupRoot, "memory", "kubepods", "burstable", "pod"+uid, id)
+	cpuFile := filepath.Join(a.o.CgroupRoot, "cpu,cpuacct", "kubepods", "burstable", "pod"+uid, id, "cpuacct.usage")
+	pods := []discovery.Pod{{UID: uid, Namespace: "shop", Name: "web-1", QOS: "Burstable", ProfileRef: "web",
+		Hash: "0123456789abcdef", Interval: time.Second, Containers: []discovery.Container{{Name: "app", ID: "containerd://" + id}}}}
+	t0 := time.Unix(1_800_000_000, 0)
+	a.setPods(pods, "", t0)
+	g := &group{interval: time.Second, coll: cgroup.NewCollector(a.cg, nil), pods: pods}
+	defer g.coll.Close()
+	ctx := context.Background()
+	a.cycle(ctx, g, t0)
+
+	before, err := os.ReadFile(cpuFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usage uint64
+	fmt.Sscan(string(before), &usage)
+	write := func(path, body string) {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(cpuFile, fmt.Sprintf("%d\n", usage+500_000_000)) // half a core for one second
+	write(filepath.Join(memDir, "memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+	a.cycle(ctx, g, t0.Add(time.Second))
+
+	rep := a.report(debug.Filter{})
+	if len(rep.Pods) != 1 || len(rep.Pods[0].Containers) != 1 {
+		t.Fatalf("report pods %+v", rep.Pods)
+	}
+	c := rep.Pods[0].Containers[0]
+	last := map[string]float64{}
+	for _, s := range c.Last {
+		last[s.Signal] = s.Value
+	}
+	if last["cpu/usage"] != 500 || last["memory/usage"] == 0 {
+		t.Errorf("last samples %v, want cpu 500m and a working set", last)
+	}
+	if c.OOMWatched || c.OOMKills["unknown"] != 1 || c.CgroupMemory != memDir {
+		t.Errorf("container report %+v", c)
+	}
+	if rep.OOMQueued != 1 {
+		t.Errorf("%d OOM events queued, want 1 (Valkey is unreachable)", rep.OOMQueued)
+	}
+	ups := a.buf.Take(0)
+	got := map[string]int64{}
+	for _, u := range ups {
+		got[u.Series.Token()] = u.Hist.N
+	}
+	if got["app/cpu/usage"] != 1 || got["app/memory/usage"] != 2 {
+		t.Errorf("buffered samples %v", got)
+	}
+}
+
+type allowAll struct{}
+
+func (allowAll) ReviewToken(context.Context, string) (debug.User, bool, error) {
+	return debug.User{Name: "sre"}, true, nil
+}
+func (allowAll) Authorize(context.Context, debug.User, string, string) (bool, string, error) {
+	return true, "", nil
+}
+
+// Beyond loopback the debug endpoint speaks TLS only (a self-signed certificate when none
+// is given), so bearer tokens never cross the network in clear text.
+func TestDebugEndpointUsesTLSBeyondLoopback(t *testing.T) {
+	o := NewOptions()
+	o.NodeName, o.MetricsBindAddress, o.HealthProbeBindAddress, o.DebugBindAddress = "node-1", "0", "0", "0.0.0.0:0"
+	a := newAgent(o, prometheus.NewRegistry())
+	a.auth = debug.NewAuth(allowAll{})
+	srvs, err := a.listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srvs) != 1 {
+		t.Fatalf("%d servers", len(srvs))
+	}
+	go func() { _ = srvs[0].serve(context.Background()) }()
+	defer srvs[0].shutdown()
+	_, port, err := net.SplitHostPort(srvs[0].ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(c *http.Client, scheme string, path ...string) (int, string, error) {
+		p := debug.Path + "?format=text"
+		if len(path) > 0 {
+			p = path[0]
+		}
+		req, _ := http.NewRequest(http.MethodGet, scheme+"://127.0.0.1:"+port+p, nil)
+		req.Header.Set("Authorization", "Bearer token")
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed
+	code, body, err := get(tlsClient, "https")
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "ballast-node on node-1") {
+		t.Errorf("https: %d %q %v", code, body, err)
+	}
+	// The agent's own Go profiles sit behind the same protection.
+	if code, body, err := get(tlsClient, "https", debug.Path+"/pprof/"); err != nil || code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("pprof index: %d %v", code, err)
+	}
+	if code, body, err := get(http.DefaultClient, "http"); err == nil && (code == http.StatusOK || strings.Contains(body, "node-1")) {
+		t.Errorf("plain http answered: %d %q", code, body)
+	}
+}
+
+// Without BallastConfig nothing is measured (SPEC §2.1); with it, pods are grouped by their
+// sampling interval.
+func TestRegroupPausesWithoutBallastConfig(t *testing.T) {
+	a := testAgent(t, "cgroupfs-v2")
+	pods := []discovery.Pod{
+		{UID: "u1", Namespace: "ns", Name: "a", Interval: time.Second, Containers: []discovery.Container{{Name: "app", ID: "containerd://1"}}},
+		{UID: "u2", Namespace: "ns", Name: "b", Interval: time.Second},
+		{UID: "u3", Namespace: "ns", Name: "c", Interval: time.Minute},
+	}
+	groups := map[time.Duration]*group{}
+	now := time.Unix(1_800_000_000, 0)
+	a.regroup(groups, discovery.Snapshot{Synced: true, ConfigFound: true, Pods: pods, Retention: time.Hour}, now)
+	if len(groups) != 2 || len(groups[time.Second].pods) != 2 || len(groups[time.Minute].pods) != 1 {
+		t.Fatalf("groups %v", groups)
+	}
+	if got := time.Duration(a.retention.Load()); got != time.Hour {
+		t.Errorf("retention %v", got)
+	}
+	a.regroup(groups, discovery.Snapshot{Synced: true, Pods: pods}, now.Add(time.Second))
+	rep := a.report(debug.Filter{})
+	if len(groups) != 0 || len(rep.Pods) != 0 || !strings.Contains(rep.Config.Paused, "BallastConfig") {
+		t.Errorf("without BallastConfig: %d groups, %d pods, paused %q", len(groups), len(rep.Pods), rep.Config.Paused)
+	}
+}

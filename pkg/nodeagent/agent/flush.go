@@ -1,0 +1,290 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/buffer"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+// storeConn connects to Valkey lazily, so the agent starts, samples and buffers while
+// Valkey is unreachable, and keeps one Writer per store layout.
+type storeConn struct {
+	url string
+
+	mu      sync.Mutex
+	client  *store.Client
+	w       *store.Writer
+	layout  series.Layout
+	status  storeStatus
+	closing bool
+}
+
+type storeStatus struct {
+	connected           bool
+	lastFlush           time.Time
+	lastFlushDur        time.Duration
+	lastFlushWindows    int
+	lastErr             string
+	lastErrAt           time.Time
+	consecutiveFailures int
+	flushedWindows      int64
+	flushedSamples      int64
+}
+
+// writer returns a Writer for layout l, connecting first if needed.
+func (s *storeConn) writer(l series.Layout) (*store.Writer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("store connection closed")
+	}
+	if s.client == nil {
+		c, err := store.Open(s.url)
+		if err != nil {
+			return nil, err
+		}
+		s.client = c
+	}
+	if s.w == nil || s.layout != l {
+		w, err := store.NewWriter(s.client, l)
+		if err != nil {
+			return nil, err
+		}
+		s.w, s.layout = w, l
+	}
+	return s.w, nil
+}
+
+func (s *storeConn) failed(at time.Time, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status.connected = false
+	s.status.lastErr, s.status.lastErrAt = err.Error(), at
+	s.status.consecutiveFailures++
+}
+
+func (s *storeConn) succeeded(at time.Time, d time.Duration, windows int, samples int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status.connected = true
+	s.status.lastFlush, s.status.lastFlushDur, s.status.lastFlushWindows = at, d, windows
+	s.status.consecutiveFailures = 0
+	s.status.flushedWindows += int64(windows)
+	s.status.flushedSamples += samples
+}
+
+func (s *storeConn) snapshot() storeStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+func (s *storeConn) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	if s.client != nil {
+		s.client.Close()
+	}
+}
+
+// redactedURL hides credentials of the store URL for display.
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable)"
+	}
+	if u.User != nil {
+		u.User = url.User("xxxxx")
+	}
+	return u.String()
+}
+
+// layout is the store layout for the current retention window (as the control plane
+// derives it, series.DefaultLayout).
+func (a *Agent) layout() series.Layout {
+	return series.DefaultLayout(time.Duration(a.retention.Load()))
+}
+
+// runFlusher writes the buffer to Valkey every FlushInterval, and once more on shutdown.
+func (a *Agent) runFlusher(ctx context.Context) error {
+	t := time.NewTicker(a.o.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// Shutdown (a DaemonSet rollout): write what is held, within one flush timeout.
+			final, cancel := context.WithTimeout(context.Background(), a.o.FlushTimeout)
+			a.flushOnce(final, a.now())
+			cancel()
+			return nil
+		case <-t.C:
+			a.flushOnce(ctx, a.now())
+		}
+	}
+}
+
+// flushOnce files pending samples whose pod is now bound, drops expired windows, retries
+// queued OOM events and writes every filed window in pipelined batches. Windows of a batch
+// that fails stay in the buffer (merged with newer samples) for the next flush.
+func (a *Agent) flushOnce(ctx context.Context, now time.Time) {
+	a.filePending(now)
+	l := a.layout()
+	a.buf.Expire(now, l.TTL())
+	w, err := a.store.writer(l)
+	if err != nil {
+		a.store.failed(now, err)
+		a.m.storeUp.Set(0)
+		a.m.flushes.WithLabelValues("unavailable").Inc()
+		return
+	}
+	a.retryOOM(ctx, now)
+	for {
+		ups := a.buf.Take(a.o.FlushMaxWindows)
+		if len(ups) == 0 {
+			return
+		}
+		if !a.flushBatch(ctx, w, l, ups, now) {
+			return
+		}
+		if len(ups) < a.o.FlushMaxWindows {
+			return
+		}
+	}
+}
+
+// flushBatch writes one batch; it reports whether the batch was written.
+func (a *Agent) flushBatch(ctx context.Context, w *store.Writer, l series.Layout, ups []series.WindowUpdate, now time.Time) bool {
+	// Invalid windows would fail the whole batch before anything is sent; set them aside.
+	valid := ups[:0:0]
+	var rejected []series.WindowUpdate
+	for _, u := range ups {
+		if u.Validate(l) != nil {
+			rejected = append(rejected, u)
+		} else {
+			valid = append(valid, u)
+		}
+	}
+	if len(rejected) > 0 {
+		a.buf.Reject(rejected)
+		a.log.Error(errors.New("invalid window"), "dropping windows the store would reject", "count", len(rejected),
+			"example", rejected[0].Series.String())
+	}
+	if len(valid) == 0 {
+		return true
+	}
+	start := time.Now()
+	fctx, cancel := context.WithTimeout(ctx, a.o.FlushTimeout)
+	err := w.Flush(fctx, valid)
+	cancel()
+	d := time.Since(start)
+	a.m.flushDuration.Observe(d.Seconds())
+	a.m.flushBytes.Add(float64(payloadBytes(valid, l)))
+
+	failed := map[int]bool{}
+	var fe *store.FlushError
+	switch {
+	case err == nil:
+	case errors.As(err, &fe):
+		for _, i := range fe.Failed {
+			failed[i] = true
+		}
+	default:
+		for i := range valid {
+			failed[i] = true
+		}
+	}
+	var retry []series.WindowUpdate
+	var windows int
+	var samples int64
+	a.st.mu.Lock()
+	for i, u := range valid {
+		if failed[i] {
+			retry = append(retry, u)
+			continue
+		}
+		windows++
+		samples += u.Hist.N
+		k := tallyKey{owner: u.Series.Profile, s: buffer.Series{Container: u.Series.Container, Resource: u.Series.Resource, Signal: u.Series.Signal}}
+		if t := a.st.tallies[k]; t != nil {
+			t.flushed += u.Hist.N
+		}
+	}
+	a.st.pruneTalliesLocked(now)
+	a.st.mu.Unlock()
+	a.m.seriesFlushed.Add(float64(windows))
+	a.m.samplesFlushed.Add(float64(samples))
+	if len(retry) > 0 {
+		// A failed update was not applied, or its outcome is unknown after a connection
+		// error; keeping it loses nothing at the rare risk of counting it twice.
+		a.buf.Return(retry)
+		a.store.failed(now, err)
+		a.m.storeUp.Set(0)
+		a.m.flushes.WithLabelValues("error").Inc()
+		a.log.V(1).Info("flush failed, windows kept", "failed", len(retry), "of", len(valid), "error", err.Error())
+		return false
+	}
+	a.store.succeeded(now, d, windows, samples)
+	a.m.storeUp.Set(1)
+	a.m.flushes.WithLabelValues("ok").Inc()
+	return true
+}
+
+// filePending moves the samples of pods that became bound under their profile hash, and
+// discards those of pods that left the node without ever being stamped.
+func (a *Agent) filePending(now time.Time) {
+	for _, uid := range a.buf.PendingPods() {
+		a.st.mu.Lock()
+		ps, here := a.st.pods[uid]
+		d, left := a.st.departed[uid]
+		a.st.mu.Unlock()
+		var hash string
+		switch {
+		case here:
+			hash = a.hashOfPod(uid, ps.pod.ProfileRef)
+		case left && d.profileRef != "":
+			hash = a.hashOfPod(uid, d.profileRef)
+			if hash == "" && now.Sub(d.at) > time.Hour {
+				a.buf.Discard(uid, buffer.DropUnbound)
+				continue
+			}
+		default:
+			a.buf.Discard(uid, buffer.DropUnbound)
+			continue
+		}
+		if hash == "" {
+			continue
+		}
+		moved := a.buf.File(uid, hash)
+		a.st.mu.Lock()
+		for s, n := range moved {
+			delete(a.st.tallies, tallyKey{owner: "pod:" + uid, s: s})
+			a.st.tallyLocked(hash, s, n, now)
+		}
+		a.st.mu.Unlock()
+		a.log.V(1).Info("filed pending samples", "pod", uid, "hash", hash, "series", len(moved))
+	}
+}
+
+// payloadBytes estimates what a batch sends: every key and argument of the store's
+// per-window script call (protocol framing not counted).
+func payloadBytes(ups []series.WindowUpdate, l series.Layout) int {
+	ttl := len(strconv.FormatInt(int64(l.TTL().Seconds()), 10))
+	n := 0
+	for _, u := range ups {
+		p := u.Series.Profile
+		n += len(series.WindowKey(u.Series, u.Start)) + len(series.IndexKey(p)) + len(series.PendingKey(p))
+		n += len(series.Member(u.Series, u.Start)) + len(u.Series.Token()) + 2*10 + ttl
+		for _, f := range u.Hist.WireFields() {
+			n += len(f)
+		}
+	}
+	return n
+}

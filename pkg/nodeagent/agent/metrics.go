@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/buffer"
+)
+
+// Sources, the source label of the agent's metrics and of the debug view.
+const (
+	sourceCgroup  = "cgroup"
+	sourceKubelet = "kubelet"
+	sourceOOM     = "oom"
+)
+
+// metrics are ballast-node's own instruments (SPEC §11.2: the ballast_node_ prefix). The
+// sources add theirs (ballast_node_cgroup_*, ballast_node_kubelet_*, ballast_node_oom_*).
+type metrics struct {
+	cycleDuration  *prometheus.HistogramVec
+	sourceErrors   *prometheus.CounterVec
+	samples        *prometheus.CounterVec
+	seriesFlushed  prometheus.Counter
+	samplesFlushed prometheus.Counter
+	flushes        *prometheus.CounterVec
+	flushDuration  prometheus.Histogram
+	flushBytes     prometheus.Counter
+	oomEvents      *prometheus.CounterVec
+	pods           *prometheus.GaugeVec
+	storeUp        prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		cycleDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ballast_node_cycle_duration_seconds",
+			Help:    "Duration of one sampling cycle, by source (cgroup: one interval group of pods; kubelet: one Summary read).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"source"}),
+		sourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ballast_node_source_errors_total",
+			Help: "Readings that failed, by source (cgroup, kubelet, oom) and kind.",
+		}, []string{"source", "kind"}),
+		samples: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ballast_node_samples_total",
+			Help: "Samples recorded into local windows, by resource, signal and source.",
+		}, []string{"resource", "signal", "source"}),
+		seriesFlushed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ballast_node_series_flushed_total",
+			Help: "Series windows written to Valkey (one per series and window per flush).",
+		}),
+		samplesFlushed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ballast_node_samples_flushed_total",
+			Help: "Samples contained in the windows written to Valkey.",
+		}),
+		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ballast_node_flushes_total",
+			Help: "Flush batches by result: ok, error (Valkey failed; windows kept), unavailable (no connection).",
+		}, []string{"result"}),
+		flushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ballast_node_flush_duration_seconds",
+			Help:    "Duration of one pipelined flush batch.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		flushBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ballast_node_flush_payload_bytes_total",
+			Help: "Keys and arguments sent in flush batches (payload estimate, without protocol framing).",
+		}),
+		oomEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ballast_node_oom_events_total",
+			Help: "OOM kills handled, by limit hit (container, pod, node, unknown) and result (written, queued, dropped).",
+		}, []string{"kind", "result"}),
+		pods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ballast_node_pods",
+			Help: "Enrolled pods of the node, by state (bound: filed under a profile hash; unbound: held pending).",
+		}, []string{"state"}),
+		storeUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ballast_node_store_up",
+			Help: "1 when the last flush or OOM write reached Valkey, else 0.",
+		}),
+	}
+	reg.MustRegister(m.cycleDuration, m.sourceErrors, m.samples, m.seriesFlushed, m.samplesFlushed, m.flushes,
+		m.flushDuration, m.flushBytes, m.oomEvents, m.pods, m.storeUp)
+	return m
+}
+
+// bufferCollector exports the buffer's counters at scrape time.
+type bufferCollector struct {
+	buf       *buffer.Buffer
+	oomQueued func() int
+	depth     *prometheus.Desc
+	limit     *prometheus.Desc
+	dropped   *prometheus.Desc
+	droppedN  *prometheus.Desc
+	oomQueue  *prometheus.Desc
+}
+
+func newBufferCollector(buf *buffer.Buffer, oomQueued func() int) *bufferCollector {
+	return &bufferCollector{
+		buf: buf, oomQueued: oomQueued,
+		depth: prometheus.NewDesc("ballast_node_buffer_depth",
+			"Windows held locally, by tier (filed: waiting for Valkey; pending: pods not bound to a profile yet).", []string{"tier"}, nil),
+		limit: prometheus.NewDesc("ballast_node_buffer_limit", "Bound of each buffer tier, in windows.", []string{"tier"}, nil),
+		dropped: prometheus.NewDesc("ballast_node_buffer_dropped_total",
+			"Windows dropped from the local buffer (oldest first), by reason.", []string{"reason"}, nil),
+		droppedN: prometheus.NewDesc("ballast_node_buffer_dropped_samples_total",
+			"Samples in the windows dropped from the local buffer, by reason.", []string{"reason"}, nil),
+		oomQueue: prometheus.NewDesc("ballast_node_oom_queue_depth",
+			"OOM events waiting to be written (Valkey unreachable or pod not bound yet).", nil, nil),
+	}
+}
+
+func (c *bufferCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.depth
+	ch <- c.limit
+	ch <- c.dropped
+	ch <- c.droppedN
+	ch <- c.oomQueue
+}
+
+func (c *bufferCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.buf.Stats()
+	ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(s.Filed), "filed")
+	ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(s.Pending), "pending")
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(s.Limits.Filed), "filed")
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(s.Limits.Pending), "pending")
+	for _, r := range []string{buffer.DropFull, buffer.DropPendingFull, buffer.DropUnbound, buffer.DropExpired, buffer.DropRejected} {
+		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Dropped[r]), r)
+		ch <- prometheus.MustNewConstMetric(c.droppedN, prometheus.CounterValue, float64(s.DroppedSamples[r]), r)
+	}
+	ch <- prometheus.MustNewConstMetric(c.oomQueue, prometheus.GaugeValue, float64(c.oomQueued()))
+}

@@ -1,0 +1,247 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
+	"github.com/ballastk8s/ballast/pkg/series"
+)
+
+const (
+	// oomQueueMax bounds the OOM events waiting for Valkey or for their pod's profile.
+	oomQueueMax = 1000
+	// oomQueueTTL drops a queued event whose pod never got a profile hash.
+	oomQueueTTL = time.Hour
+	// oomWriteTimeout bounds one immediate OOM write.
+	oomWriteTimeout = 2 * time.Second
+)
+
+// oomItem is an OOM kill waiting to be written.
+type oomItem struct {
+	podUID, profileRef, hash, kind string
+	ev                             series.OOMEvent
+	queuedAt                       time.Time
+}
+
+// oomQueue holds OOM events that could not be written yet, oldest dropped first.
+type oomQueue struct {
+	mu      sync.Mutex
+	items   []oomItem
+	dropped int64
+}
+
+func (q *oomQueue) push(it oomItem) (dropped bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.items = append(q.items, it)
+	if len(q.items) > oomQueueMax {
+		q.items = q.items[1:]
+		q.dropped++
+		return true
+	}
+	return false
+}
+
+func (q *oomQueue) drain() []oomItem {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.items
+	q.items = nil
+	return out
+}
+
+func (q *oomQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
+// runOOM delivers the inotify watcher's kill events until ctx is done.
+func (a *Agent) runOOM(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range a.oomw.Events() {
+			a.onOOM(ctx, e)
+		}
+	}()
+	err := a.oomw.Run(ctx)
+	<-done
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// watchOOM starts watching a container's memory.events.local. A container that cannot be
+// watched falls back to polling oom_kill at its sampling interval.
+func (a *Agent) watchOOM(w watchReq) {
+	err := a.oomw.Add(w.key, w.dir)
+	a.st.mu.Lock()
+	defer a.st.mu.Unlock()
+	if err != nil {
+		a.m.sourceErrors.WithLabelValues(sourceOOM, "watch").Inc()
+	}
+	cs := a.st.ctrs[w.key]
+	if cs == nil {
+		if err == nil {
+			a.oomw.Remove(w.key) // the container left meanwhile
+		}
+		return
+	}
+	cs.oomWatched, cs.oomDir = err == nil, w.dir
+	if err != nil {
+		cs.errorLocked(sourceOOM, "inotify watch failed, polling oom_kill instead: "+err.Error(), a.now())
+	}
+}
+
+// onOOM turns a kill into an OOM stream entry and writes it at once when the pod's profile
+// hash is known; otherwise (or when Valkey fails) it is queued and retried by the flusher.
+func (a *Agent) onOOM(ctx context.Context, e oom.Event) {
+	kind := string(e.Kind)
+	if kind == "" {
+		kind = "unknown" // polled: the counters cannot tell which limit was hit
+	}
+	a.st.mu.Lock()
+	cs := a.st.ctrs[e.Key]
+	var ps *podState
+	if cs != nil {
+		ps = a.st.pods[cs.podUID]
+	}
+	if cs == nil || ps == nil {
+		a.st.mu.Unlock()
+		a.m.oomEvents.WithLabelValues(kind, "dropped").Inc()
+		a.log.Info("oom kill of a container no longer tracked", "container", e.Key, "kind", kind)
+		return
+	}
+	cs.oomKills[kind] += int64(max(e.Count, 1))
+	it := oomItem{podUID: cs.podUID, profileRef: ps.pod.ProfileRef, hash: ps.pod.Hash, kind: kind, queuedAt: a.now(),
+		ev: series.OOMEvent{Container: cs.name, Pod: ps.pod.Key(), Node: a.o.NodeName, At: e.Time}}
+	peak, limit, hasLimit := cs.maxSeen, cs.limit, cs.hasLimit
+	dir := e.Dir
+	a.st.mu.Unlock()
+
+	// The files still hold the container's lifetime peak and its limit right after the
+	// kill; what the sampler saw last is the fallback.
+	if v, ok := a.readLifetimePeak(dir); ok {
+		peak = max(peak, v)
+	}
+	if v, ok := a.readLimit(dir); ok {
+		limit, hasLimit = v, true
+	}
+	it.ev.PeakBytes = clampInt64(peak)
+	if hasLimit && limit != cgroup.Unlimited {
+		it.ev.LimitBytes = clampInt64(limit)
+	}
+	a.log.Info("oom kill", "pod", it.ev.Pod, "container", it.ev.Container, "kind", kind,
+		"peakBytes", it.ev.PeakBytes, "limitBytes", it.ev.LimitBytes, "profile", it.profileRef)
+	if it.hash == "" {
+		a.queueOOM(it)
+		return
+	}
+	a.writeOOM(ctx, it)
+}
+
+func (a *Agent) queueOOM(it oomItem) {
+	if a.oomq.push(it) {
+		a.m.oomEvents.WithLabelValues(it.kind, "dropped").Inc()
+	}
+	a.m.oomEvents.WithLabelValues(it.kind, "queued").Inc()
+}
+
+// writeOOM appends one event to the profile's OOM stream, queueing it on failure.
+func (a *Agent) writeOOM(ctx context.Context, it oomItem) bool {
+	w, err := a.store.writer(a.layout())
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, oomWriteTimeout)
+		_, err = w.AddOOM(cctx, it.hash, it.ev)
+		cancel()
+	}
+	if err != nil {
+		a.store.failed(a.now(), err)
+		a.m.storeUp.Set(0)
+		a.m.sourceErrors.WithLabelValues(sourceOOM, "write").Inc()
+		a.queueOOM(it)
+		return false
+	}
+	a.m.storeUp.Set(1)
+	a.m.oomEvents.WithLabelValues(it.kind, "written").Inc()
+	return true
+}
+
+// retryOOM writes the queued events whose profile hash is now known.
+func (a *Agent) retryOOM(ctx context.Context, now time.Time) {
+	for _, it := range a.oomq.drain() {
+		if it.hash == "" {
+			it.hash = a.hashOfPod(it.podUID, it.profileRef)
+		}
+		switch {
+		case it.hash != "":
+			if !a.writeOOM(ctx, it) {
+				return // the store is down: the rest waits for the next flush (writeOOM requeued it)
+			}
+		case now.Sub(it.queuedAt) > oomQueueTTL:
+			a.m.oomEvents.WithLabelValues(it.kind, "dropped").Inc()
+		default:
+			a.oomq.push(it)
+		}
+	}
+}
+
+// hashOfPod resolves the profile hash of a pod that is on the node or left it recently.
+func (a *Agent) hashOfPod(uid, fallbackRef string) string {
+	a.st.mu.Lock()
+	ref := fallbackRef
+	if ps := a.st.pods[uid]; ps != nil {
+		if ps.pod.Hash != "" {
+			a.st.mu.Unlock()
+			return ps.pod.Hash
+		}
+		ref = ps.pod.ProfileRef
+	} else if d, ok := a.st.departed[uid]; ok && d.profileRef != "" {
+		ref = d.profileRef
+	}
+	a.st.mu.Unlock()
+	if ref == "" || a.disco == nil {
+		return ""
+	}
+	return a.disco.ProfileHash(ref)
+}
+
+func (a *Agent) readLifetimePeak(dir string) (uint64, bool) {
+	name := "memory.peak"
+	if a.cg.Version() == cgroup.V1 {
+		name = "memory.max_usage_in_bytes"
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return 0, false
+	}
+	v, err := cgroup.ParseSingleValue(b)
+	return v, err == nil
+}
+
+func (a *Agent) readLimit(dir string) (uint64, bool) {
+	parse, name := cgroup.ParseMemoryMax, "memory.max"
+	if a.cg.Version() == cgroup.V1 {
+		parse, name = cgroup.ParseV1Limit, "memory.limit_in_bytes"
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return 0, false
+	}
+	v, err := parse(b)
+	return v, err == nil
+}
+
+func clampInt64(v uint64) int64 {
+	if v > 1<<62 {
+		return 1 << 62
+	}
+	return int64(v)
+}

@@ -1,0 +1,220 @@
+// Package agent wires ballast-node: options and flags, discovery, the cgroup sampling
+// loop, the kubelet Summary loop, OOM watching, local aggregation and the flush to Valkey,
+// and the metrics, health and debug endpoints.
+package agent
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
+)
+
+// Service-account files mounted into every pod; the defaults of the kubelet client.
+const (
+	saTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	saCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+)
+
+// Options are ballast-node's settings. Every flag falls back to an environment variable
+// BALLAST_<FLAG> (upper case, '-' → '_'), which the chart sets; NODE_NAME, NODE_IP
+// (for the kubelet URL) and REDIS_URL are read too, as the downward API provides them.
+type Options struct {
+	NodeName string
+	RedisURL string
+
+	CgroupRoot    string
+	CgroupDriver  string
+	CgroupVersion string
+
+	KubeletURL                string
+	KubeletTokenFile          string
+	KubeletCAFile             string
+	KubeletInsecureSkipVerify bool
+	KubeletInterval           time.Duration
+
+	MinSamplingInterval time.Duration
+	FlushInterval       time.Duration
+	FlushTimeout        time.Duration
+	FlushMaxWindows     int
+	BufferMaxWindows    int
+	PendingMaxWindows   int
+
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	DebugBindAddress       string
+	DebugAuth              bool
+	DebugTLSCertFile       string
+	DebugTLSKeyFile        string
+
+	LogLevel  string
+	LogFormat string
+
+	envErrs []error
+	flags   []string
+}
+
+// NewOptions returns the documented defaults.
+func NewOptions() *Options {
+	o := &Options{
+		NodeName:               os.Getenv("NODE_NAME"),
+		RedisURL:               "redis://localhost:6379",
+		CgroupRoot:             "/sys/fs/cgroup",
+		CgroupDriver:           "auto",
+		CgroupVersion:          "auto",
+		KubeletInterval:        30 * time.Second,
+		MinSamplingInterval:    time.Second,
+		FlushInterval:          10 * time.Second,
+		FlushTimeout:           5 * time.Second,
+		FlushMaxWindows:        5000,
+		BufferMaxWindows:       20000,
+		PendingMaxWindows:      5000,
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+		DebugBindAddress:       "127.0.0.1:8082",
+		DebugAuth:              true,
+		LogLevel:               "info",
+		LogFormat:              "json",
+	}
+	if v := os.Getenv("REDIS_URL"); v != "" {
+		o.RedisURL = v
+	}
+	if ip := os.Getenv("NODE_IP"); ip != "" {
+		o.KubeletURL = "https://" + net.JoinHostPort(ip, "10250")
+	}
+	if fileExists(saTokenFile) {
+		o.KubeletTokenFile = saTokenFile
+	}
+	if fileExists(saCAFile) {
+		o.KubeletCAFile = saCAFile
+	}
+	return o
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// AddFlags registers every option on fs and applies BALLAST_* environment fallbacks.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	str := func(p *string, name, usage string) { fs.StringVar(p, name, *p, usage); o.flags = append(o.flags, name) }
+	dur := func(p *time.Duration, name, usage string) {
+		fs.DurationVar(p, name, *p, usage)
+		o.flags = append(o.flags, name)
+	}
+	num := func(p *int, name, usage string) { fs.IntVar(p, name, *p, usage); o.flags = append(o.flags, name) }
+	boolean := func(p *bool, name, usage string) { fs.BoolVar(p, name, *p, usage); o.flags = append(o.flags, name) }
+
+	str(&o.NodeName, "node-name", "name of this node; only its pods are sampled (env NODE_NAME)")
+	str(&o.RedisURL, "redis-url", "store URL, redis:// or rediss:// (env REDIS_URL)")
+	str(&o.CgroupRoot, "cgroup-root", "host cgroup hierarchy as mounted into the agent")
+	str(&o.CgroupDriver, "cgroup-driver", "kubelet cgroup driver: auto, systemd or cgroupfs")
+	str(&o.CgroupVersion, "cgroup-version", "cgroup hierarchy version: auto, v1 or v2")
+	str(&o.KubeletURL, "kubelet-url", `local kubelet, https://host:10250 (default from env NODE_IP; "" disables the Summary source)`)
+	str(&o.KubeletTokenFile, "kubelet-token-file", "bearer token file for the kubelet (default: the service-account token)")
+	str(&o.KubeletCAFile, "kubelet-ca-file", "CA bundle verifying the kubelet's serving certificate (default: the service-account CA)")
+	boolean(&o.KubeletInsecureSkipVerify, "kubelet-insecure-skip-verify", "do not verify the kubelet's serving certificate")
+	dur(&o.KubeletInterval, "kubelet-interval", "how often the kubelet Summary API is read (ephemeral storage, cpu/memory fallback)")
+	dur(&o.MinSamplingInterval, "min-sampling-interval", "floor of every pod's sampling interval")
+	dur(&o.FlushInterval, "flush-interval", "how often aggregated windows are written to Valkey (one pipelined round trip)")
+	dur(&o.FlushTimeout, "flush-timeout", "bound of one flush")
+	num(&o.FlushMaxWindows, "flush-max-windows", "most windows written in one pipelined batch (draining after an outage takes several)")
+	num(&o.BufferMaxWindows, "buffer-max-windows", "bound of the local buffer while Valkey is unreachable; oldest windows are dropped first")
+	num(&o.PendingMaxWindows, "pending-max-windows", "bound of the windows held for pods not bound to a profile yet")
+	str(&o.MetricsBindAddress, "metrics-bind-address", `address of /metrics ("0" disables it)`)
+	str(&o.HealthProbeBindAddress, "health-probe-bind-address", `address of /healthz and /readyz ("0" disables them)`)
+	str(&o.DebugBindAddress, "debug-bind-address", `address of the debug endpoint `+debug.Path+` ("0" disables it)`)
+	boolean(&o.DebugAuth, "debug-auth", "require a bearer token checked with TokenReview and SubjectAccessReview (may be false only on a loopback address)")
+	str(&o.DebugTLSCertFile, "debug-tls-cert-file", "serving certificate of the debug endpoint (default: self-signed when not bound to loopback)")
+	str(&o.DebugTLSKeyFile, "debug-tls-key-file", "key of --debug-tls-cert-file")
+	str(&o.LogLevel, "log-level", "debug|info|warn|error")
+	str(&o.LogFormat, "log-format", "json|text")
+
+	for _, name := range o.flags {
+		env := "BALLAST_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := fs.Set(name, v); err != nil {
+				o.envErrs = append(o.envErrs, fmt.Errorf("%s=%q: %w", env, v, err))
+			}
+		}
+	}
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	errs := append([]error(nil), o.envErrs...)
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name (env NODE_NAME) is required"))
+	}
+	if o.RedisURL == "" {
+		errs = append(errs, errors.New("--redis-url (env REDIS_URL) is required"))
+	}
+	if o.CgroupRoot == "" {
+		errs = append(errs, errors.New("--cgroup-root must not be empty"))
+	}
+	oneOf := func(flag, v string, allowed ...string) {
+		for _, a := range allowed {
+			if v == a {
+				return
+			}
+		}
+		errs = append(errs, fmt.Errorf("--%s %q: must be one of %s", flag, v, strings.Join(allowed, ", ")))
+	}
+	oneOf("cgroup-driver", o.CgroupDriver, "auto", "systemd", "cgroupfs")
+	oneOf("cgroup-version", o.CgroupVersion, "auto", "v1", "v2")
+	oneOf("log-level", strings.ToLower(o.LogLevel), "debug", "info", "warn", "error")
+	oneOf("log-format", o.LogFormat, "json", "text")
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"kubelet-interval", o.KubeletInterval}, {"min-sampling-interval", o.MinSamplingInterval},
+		{"flush-interval", o.FlushInterval}, {"flush-timeout", o.FlushTimeout}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("--%s %v: must be > 0", d.flag, d.v))
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"flush-max-windows", o.FlushMaxWindows}, {"buffer-max-windows", o.BufferMaxWindows}, {"pending-max-windows", o.PendingMaxWindows}} {
+		if n.v < 1 {
+			errs = append(errs, fmt.Errorf("--%s %d: must be ≥ 1", n.flag, n.v))
+		}
+	}
+	if (o.DebugTLSCertFile == "") != (o.DebugTLSKeyFile == "") {
+		errs = append(errs, errors.New("--debug-tls-cert-file and --debug-tls-key-file go together"))
+	}
+	if o.DebugBindAddress != "0" && o.DebugBindAddress != "" {
+		if _, _, err := net.SplitHostPort(o.DebugBindAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--debug-bind-address %q: %w", o.DebugBindAddress, err))
+		} else if !o.DebugAuth && !debug.Loopback(o.DebugBindAddress) {
+			errs = append(errs, fmt.Errorf("--debug-auth=false needs a loopback --debug-bind-address, not %q: the endpoint reveals workload data", o.DebugBindAddress))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetupLogging installs the process logger per --log-level and --log-format.
+func (o *Options) SetupLogging() {
+	lvl := map[string]zapcore.Level{"debug": zapcore.DebugLevel, "info": zapcore.InfoLevel,
+		"warn": zapcore.WarnLevel, "error": zapcore.ErrorLevel}[strings.ToLower(o.LogLevel)]
+	ctrl.SetLogger(zap.New(zap.Level(lvl), zap.UseDevMode(false), func(zo *zap.Options) {
+		zo.TimeEncoder = zapcore.ISO8601TimeEncoder
+		if o.LogFormat == "text" {
+			zo.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
+				TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
+				EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder,
+			})
+		}
+	}))
+}

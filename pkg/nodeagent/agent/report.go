@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
+)
+
+// report builds the debug endpoint's view.
+func (a *Agent) report(f debug.Filter) debug.Report {
+	now := a.now()
+	bs := a.buf.Stats()
+	ss := a.store.snapshot()
+	r := debug.Report{
+		Node: a.o.NodeName, Time: now, OOMQueued: a.oomq.len(),
+		Store: debug.StoreReport{URL: redactedURL(a.o.RedisURL), Connected: ss.connected, LastFlush: ss.lastFlush,
+			LastFlushWindows: ss.lastFlushWindows, LastError: ss.lastErr, LastErrorAt: ss.lastErrAt,
+			ConsecutiveFailures: ss.consecutiveFailures, FlushedWindows: ss.flushedWindows, FlushedSamples: ss.flushedSamples},
+		Buffer: debug.BufferReport{Filed: bs.Filed, FiledLimit: bs.Limits.Filed, Pending: bs.Pending,
+			PendingLimit: bs.Limits.Pending, Dropped: bs.Dropped, DroppedSamples: bs.DroppedSamples},
+	}
+	if ss.lastFlushDur > 0 {
+		r.Store.LastFlushDuration = ss.lastFlushDur.String()
+	}
+	if a.disco != nil {
+		snap := a.disco.Snapshot()
+		r.Config = debug.ConfigReport{Synced: snap.Synced, BallastConfigFound: snap.ConfigFound, Retention: snap.Retention.String()}
+	}
+
+	a.st.mu.Lock()
+	r.Config.Paused = a.st.paused
+	for _, name := range []string{sourceCgroup, sourceKubelet, sourceOOM} {
+		s := a.st.sources[name]
+		sr := debug.SourceReport{Name: name, Detail: s.detail, LastRun: s.lastRun, Runs: s.runs, Errors: s.errors,
+			LastError: s.lastErr, LastErrorAt: s.lastErrAt}
+		if s.lastDur > 0 {
+			sr.LastDuration = s.lastDur.String()
+		}
+		r.Sources = append(r.Sources, sr)
+	}
+	wantPod := func(key string) bool { return f.Pod == "" || f.Pod == key }
+	owners := map[string]bool{}
+	for _, ps := range a.st.pods {
+		p := ps.pod
+		if !wantPod(p.Key()) {
+			continue
+		}
+		owners[owner(p)] = true
+		pr := debug.PodReport{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Mode: p.Mode, QOS: p.QOS,
+			ProfileRef: p.ProfileRef, PolicyRef: p.PolicyRef, Hash: p.Hash, Interval: p.Interval.String(),
+			Terminating: p.Terminating, Unbound: p.Hash == ""}
+		for _, c := range p.Containers {
+			cr := debug.ContainerReport{Name: c.Name, ContainerID: c.ID, Sidecar: c.Sidecar, Last: []debug.SampleReport{}}
+			if cs := a.st.ctrs[containerKey(p.UID, c.Name)]; cs != nil {
+				fillContainer(&cr, cs)
+			}
+			pr.Containers = append(pr.Containers, cr)
+		}
+		r.Pods = append(r.Pods, pr)
+	}
+	slices.SortFunc(r.Pods, func(x, y debug.PodReport) int {
+		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
+	})
+	series := map[tallyKey]*debug.SeriesReport{}
+	for k, t := range a.st.tallies {
+		if f.Pod != "" && !owners[k.owner] {
+			continue
+		}
+		series[k] = newSeriesReport(k, t.recorded, t.flushed)
+	}
+	a.st.mu.Unlock()
+
+	for _, w := range a.buf.Windows() {
+		k := tallyKey{owner: w.Hash, s: w.Series}
+		if w.Pod != "" {
+			k.owner = "pod:" + w.Pod
+		}
+		if f.Pod != "" && !owners[k.owner] {
+			continue
+		}
+		sr := series[k]
+		if sr == nil {
+			sr = newSeriesReport(k, 0, 0)
+			series[k] = sr
+		}
+		h := w.Hist
+		sr.Windows = append(sr.Windows, debug.WindowReport{Start: w.Start, Count: h.Count(), Min: h.Min(), Max: h.Max(),
+			Mean: h.Sum() / float64(max(h.Count(), 1)), P50: h.Quantile(50), P95: h.Quantile(95),
+			First: h.FirstSeen(), Last: h.LastSeen()})
+	}
+	for _, sr := range series {
+		r.Series = append(r.Series, *sr)
+	}
+	slices.SortFunc(r.Series, func(x, y debug.SeriesReport) int {
+		return cmp.Or(cmp.Compare(x.Profile, y.Profile), cmp.Compare(x.Pod, y.Pod), cmp.Compare(x.Container, y.Container),
+			cmp.Compare(x.Resource, y.Resource), cmp.Compare(x.Signal, y.Signal))
+	})
+	return r
+}
+
+func newSeriesReport(k tallyKey, recorded, flushed int64) *debug.SeriesReport {
+	sr := &debug.SeriesReport{Container: k.s.Container, Resource: k.s.Resource, Signal: k.s.Signal,
+		Recorded: recorded, Flushed: flushed}
+	if uid, ok := strings.CutPrefix(k.owner, "pod:"); ok {
+		sr.Pod = uid
+	} else {
+		sr.Profile = k.owner
+	}
+	return sr
+}
+
+func fillContainer(cr *debug.ContainerReport, cs *ctrState) {
+	if cs.located {
+		cr.CgroupCPU, cr.CgroupMemory = cs.cpuPath, cs.memPath
+	}
+	cr.OOMWatched = cs.oomWatched
+	for sr, l := range cs.last {
+		cr.Last = append(cr.Last, debug.SampleReport{Signal: sr.Resource + "/" + sr.Signal, Value: l.v, Source: l.source, At: l.at, Exact: l.exact})
+	}
+	slices.SortFunc(cr.Last, func(x, y debug.SampleReport) int { return cmp.Compare(x.Signal, y.Signal) })
+	for _, src := range slices.Sorted(maps.Keys(cs.errs)) {
+		e := cs.errs[src]
+		cr.Errors = append(cr.Errors, debug.ErrorReport{Source: src, Message: e.msg, At: e.at, Count: e.count})
+	}
+	if len(cs.oomKills) > 0 {
+		cr.OOMKills = maps.Clone(cs.oomKills)
+	}
+}
+
+// sourceDetails fills the one-line description of each source.
+func (a *Agent) sourceDetails(kubeletURL string, oomErr error) {
+	a.st.mu.Lock()
+	defer a.st.mu.Unlock()
+	a.st.sources[sourceCgroup].detail = "cgroup " + a.cg.Version().String() + " at " + a.o.CgroupRoot + " (driver " + a.o.CgroupDriver + ")"
+	if kubeletURL == "" {
+		a.st.sources[sourceKubelet].detail = "disabled (no --kubelet-url): no ephemeral-storage samples, no cpu/memory fallback"
+	} else {
+		a.st.sources[sourceKubelet].detail = kubeletURL + " every " + a.o.KubeletInterval.String()
+	}
+	switch {
+	case oomErr != nil:
+		a.st.sources[sourceOOM].detail = "inotify unavailable (" + oomErr.Error() + "): oom_kill polled at each sampling interval"
+	case a.cg.Version().String() == "v1":
+		a.st.sources[sourceOOM].detail = "cgroup v1: oom_kill of memory.oom_control polled at each sampling interval"
+	default:
+		a.st.sources[sourceOOM].detail = "inotify on memory.events.local of each container and its pod"
+	}
+}

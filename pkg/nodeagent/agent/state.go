@@ -1,0 +1,207 @@
+package agent
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/buffer"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
+)
+
+// state is what the agent knows per pod and container; the sampling loops update it and
+// the debug endpoint, the OOM path and the flusher read it. One mutex guards it; it is
+// always taken before the buffer's.
+type state struct {
+	mu       sync.Mutex
+	pods     map[string]*podState // by pod UID
+	ctrs     map[string]*ctrState // by container key
+	departed map[string]departed  // pods that left the node while holding pending samples
+	tallies  map[tallyKey]*tally
+	sources  map[string]*sourceState
+	paused   string
+	gen      uint64
+}
+
+type podState struct {
+	pod discovery.Pod
+	// emptyDirAt is the kubelet's time of the last recorded emptyDir reading, recordedAt
+	// the agent's time of that recording.
+	emptyDirAt, emptyDirRecordedAt time.Time
+}
+
+type ctrState struct {
+	key, podUID, name, id string
+	sidecar               bool
+
+	located           bool
+	loc               cgroup.Location
+	cpuPath, memPath  string // absolute cgroup directories
+	peakMode          string
+	oomWatched        bool
+	oomDir            string
+	cgroupTried       bool // a cgroup cycle has read (or tried to read) the container
+	cpuOK, memOK      bool // the last cgroup cycle produced the signal
+	limit             uint64
+	hasLimit          bool
+	maxSeen           uint64 // largest usage or peak seen, the OOM peak of last resort
+	polledOOM         uint64 // memory.events / oom_control oom_kill, for the polling fallback
+	hasPolledOOM      bool
+	last              map[buffer.Series]lastSample
+	errs              map[string]*errState
+	oomKills          map[string]int64
+	kubeletAt         map[string]time.Time // kubelet times of the last recorded readings
+	kubeletRecordedAt map[string]time.Time
+	gen               uint64 // the setPodsLocked call that last listed the container
+}
+
+type lastSample struct {
+	v      float64
+	at     time.Time
+	source string
+	exact  *bool
+}
+
+type errState struct {
+	msg   string
+	at    time.Time
+	count int64
+}
+
+type departed struct {
+	profileRef string
+	at         time.Time
+}
+
+// tallyKey names a series for the debug counters: owner is the hash, or "pod:<uid>".
+type tallyKey struct {
+	owner string
+	s     buffer.Series
+}
+
+type tally struct {
+	recorded, flushed int64
+	touched           time.Time
+}
+
+type sourceState struct {
+	detail       string
+	lastRun      time.Time
+	lastDur      time.Duration
+	runs, errors int64
+	lastErr      string
+	lastErrAt    time.Time
+}
+
+func newState() *state {
+	return &state{pods: map[string]*podState{}, ctrs: map[string]*ctrState{}, departed: map[string]departed{},
+		tallies: map[tallyKey]*tally{}, sources: map[string]*sourceState{
+			sourceCgroup: {}, sourceKubelet: {}, sourceOOM: {},
+		}}
+}
+
+func containerKey(podUID, name string) string { return podUID + "/" + name }
+
+// setPodsLocked makes pods the current set. It returns the keys of containers that are
+// gone (their OOM watches must be removed). Pods that left keep their profile-ref for a
+// while so their pending samples can still be filed.
+func (s *state) setPodsLocked(pods []discovery.Pod, now time.Time) (gone []string) {
+	s.gen++
+	seen := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		seen[p.UID] = true
+		ps := s.pods[p.UID]
+		if ps == nil {
+			ps = &podState{}
+			s.pods[p.UID] = ps
+		}
+		ps.pod = p
+		for _, c := range p.Containers {
+			k := containerKey(p.UID, c.Name)
+			cs := s.ctrs[k]
+			if cs == nil {
+				cs = &ctrState{key: k, podUID: p.UID, name: c.Name, last: map[buffer.Series]lastSample{},
+					errs: map[string]*errState{}, oomKills: map[string]int64{}, kubeletAt: map[string]time.Time{},
+					kubeletRecordedAt: map[string]time.Time{}}
+				s.ctrs[k] = cs
+			}
+			cs.sidecar = c.Sidecar
+			if cs.id != c.ID {
+				// A new container (restart): its cgroup, limit and counters start over.
+				cs.id, cs.located, cs.loc, cs.cpuPath, cs.memPath = c.ID, false, cgroup.Location{}, "", ""
+				cs.cpuOK, cs.memOK, cs.hasPolledOOM, cs.maxSeen, cs.cgroupTried = false, false, false, 0, false
+			}
+			cs.gen = s.gen
+		}
+	}
+	for uid, ps := range s.pods {
+		if !seen[uid] {
+			s.departed[uid] = departed{profileRef: ps.pod.ProfileRef, at: now}
+			delete(s.pods, uid)
+		}
+	}
+	for k, cs := range s.ctrs {
+		if cs.gen != s.gen {
+			gone = append(gone, k)
+			delete(s.ctrs, k)
+		}
+	}
+	return gone
+}
+
+// errorLocked records an error of source for a container.
+func (cs *ctrState) errorLocked(source, msg string, at time.Time) {
+	e := cs.errs[source]
+	if e == nil {
+		e = &errState{}
+		cs.errs[source] = e
+	}
+	e.msg, e.at = msg, at
+	e.count++
+}
+
+// sourceRunLocked records one run of a source.
+func (s *state) sourceRunLocked(name string, at time.Time, d time.Duration, err error) {
+	src := s.sources[name]
+	src.lastRun, src.lastDur = at, d
+	src.runs++
+	if err != nil {
+		src.errors++
+		src.lastErr, src.lastErrAt = err.Error(), at
+	}
+}
+
+// owner is the tally owner of a pod's samples: its hash, or the pod while unbound.
+func owner(p discovery.Pod) string {
+	if p.Hash != "" {
+		return p.Hash
+	}
+	return "pod:" + p.UID
+}
+
+// tallyLocked counts n recorded samples of series s of owner o.
+func (s *state) tallyLocked(o string, sr buffer.Series, n int64, now time.Time) *tally {
+	k := tallyKey{owner: o, s: sr}
+	t := s.tallies[k]
+	if t == nil {
+		t = &tally{}
+		s.tallies[k] = t
+	}
+	t.recorded += n
+	t.touched = now
+	return t
+}
+
+// pruneTalliesLocked forgets series counters untouched for an hour.
+func (s *state) pruneTalliesLocked(now time.Time) {
+	for k, t := range s.tallies {
+		if now.Sub(t.touched) > time.Hour {
+			delete(s.tallies, k)
+		}
+	}
+	for uid, d := range s.departed {
+		if now.Sub(d.at) > time.Hour {
+			delete(s.departed, uid)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package debug
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func sampleReport() Report {
+	exact := false
+	return Report{
+		Node: "node-1", Time: now,
+		Config: ConfigReport{Synced: true, BallastConfigFound: true, Retention: "168h0m0s"},
+		Store:  StoreReport{URL: "redis://valkey:6379", LastError: "dial tcp: connection refused", LastErrorAt: now.Add(-2 * time.Second), ConsecutiveFailures: 3},
+		Buffer: BufferReport{Filed: 12, FiledLimit: 20000, Dropped: map[string]int64{"buffer_full": 4}},
+		Pods: []PodReport{{Namespace: "shop", Name: "web-1", UID: "u1", Mode: "measure", QOS: "Burstable", Interval: "10s",
+			Containers: []ContainerReport{{Name: "app", ContainerID: "containerd://abc", CgroupCPU: "/sys/fs/cgroup/kubepods/x",
+				CgroupMemory: "/sys/fs/cgroup/kubepods/x", OOMWatched: true,
+				Last: []SampleReport{{Signal: "cpu/usage", Value: 230, Source: "cgroup", At: now.Add(-time.Second)},
+					{Signal: "memory/peak", Value: 176 << 20, Source: "cgroup", At: now, Exact: &exact}},
+				Errors:   []ErrorReport{{Source: "kubelet", Message: "ephemeral-storage reading skipped", At: now, Count: 2}},
+				OOMKills: map[string]int64{"pod": 1}}}}},
+		Series: []SeriesReport{{Profile: "0123456789abcdef", Container: "app", Resource: "memory", Signal: "usage", Recorded: 7,
+			Windows: []WindowReport{{Start: now.Truncate(5 * time.Minute), Count: 7, Min: 1 << 20, Max: 3 << 30}}}},
+	}
+}
+
+func TestHandlerNegotiatesFormat(t *testing.T) {
+	var gotFilter Filter
+	h := Handler(func(f Filter) Report { gotFilter = f; return sampleReport() })
+	cases := map[string]struct {
+		query, accept, method string
+		wantType              string
+		wantStatus            int
+	}{
+		"JSON by default":             {"", "", http.MethodGet, "application/json", 200},
+		"text by query":               {"?format=text", "", http.MethodGet, "text/plain", 200},
+		"query wins over Accept":      {"?format=json", "text/plain", http.MethodGet, "application/json", 200},
+		"text by Accept":              {"", "text/plain;q=0.9, application/json;q=0.5", http.MethodGet, "text/plain", 200},
+		"first servable type decides": {"", "text/html, application/json, text/plain", http.MethodGet, "application/json", 200},
+		"read only":                   {"", "", http.MethodPost, "", http.StatusMethodNotAllowed},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := httptest.NewRequest(c.method, Path+c.query, nil)
+			if c.accept != "" {
+				req.Header.Set("Accept", c.accept)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != c.wantStatus {
+				t.Fatalf("status %d, want %d", rec.Code, c.wantStatus)
+			}
+			if c.wantType != "" && !strings.HasPrefix(rec.Header().Get("Content-Type"), c.wantType) {
+				t.Errorf("content type %q, want %s", rec.Header().Get("Content-Type"), c.wantType)
+			}
+			if c.wantType == "application/json" {
+				var r Report
+				if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || r.Node != "node-1" {
+					t.Errorf("JSON report %+v (err %v)", r, err)
+				}
+			}
+		})
+	}
+	req := httptest.NewRequest(http.MethodGet, Path+"?pod=shop/web-1", nil)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if gotFilter.Pod != "shop/web-1" {
+		t.Errorf("filter %+v", gotFilter)
+	}
+}
+
+func TestTextView(t *testing.T) {
+	var b strings.Builder
+	if err := WriteText(&b, sampleReport()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"ballast-node on node-1",
+		"DISCONNECTED", "consecutive failures 3", "last error 2s ago: dial tcp: connection refused",
+		"filed 12/20000", "buffer_full=4",
+		"shop/web-1", "interval=10s", "(not stamped)", "/sys/fs/cgroup/kubepods/x",
+		"cpu/usage", "230m", "176.00Mi", "(max of samples)",
+		"error kubelet  x2", "oom kills pod=1",
+		"profile 0123456789abcdef app/memory/usage  recorded 7", "min=1.00Mi", "max=3.00Gi",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text view lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// fakeReviewer answers from tables and counts calls.
+type fakeReviewer struct {
+	users    map[string]User
+	allowed  map[string]bool // user name → allowed
+	err      error
+	reviews  int
+	authzs   int
+	lastVerb string
+}
+
+func (f *fakeReviewer) ReviewToken(_ context.Context, token string) (User, bool, error) {
+	f.reviews++
+	if f.err != nil {
+		return User{}, false, f.err
+	}
+	u, ok := f.users[token]
+	return u, ok, nil
+}
+
+func (f *fakeReviewer) Authorize(_ context.Context, u User, verb, path string) (bool, string, error) {
+	f.authzs++
+	f.lastVerb = verb
+	if path != Path {
+		return false, "wrong path", nil
+	}
+	return f.allowed[u.Name], "", nil
+}
+
+func TestAuth(t *testing.T) {
+	fr := &fakeReviewer{users: map[string]User{"good": {Name: "sre"}, "meh": {Name: "dev"}}, allowed: map[string]bool{"sre": true}}
+	a := NewAuth(fr)
+	h := a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "secret") }))
+	do := func(method, authz string) (int, string) {
+		req := httptest.NewRequest(method, Path, nil)
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	cases := map[string]struct {
+		authz string
+		want  int
+	}{
+		"no credentials":             {"", http.StatusUnauthorized},
+		"basic credentials":          {"Basic Zm9vOmJhcg==", http.StatusUnauthorized},
+		"empty bearer":               {"Bearer ", http.StatusUnauthorized},
+		"unknown token":              {"Bearer nope", http.StatusUnauthorized},
+		"authenticated only":         {"Bearer meh", http.StatusForbidden},
+		"authorized":                 {"Bearer good", http.StatusOK},
+		"scheme is case-insensitive": {"bearer good", http.StatusOK},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, body := do(http.MethodGet, c.authz)
+			if code != c.want {
+				t.Fatalf("status %d, want %d (%s)", code, c.want, body)
+			}
+			if (code == http.StatusOK) != strings.Contains(body, "secret") {
+				t.Errorf("body %q", body)
+			}
+		})
+	}
+
+	// Answers are cached: repeating a request asks nothing new; HEAD is authorized as get.
+	reviews, authzs := fr.reviews, fr.authzs
+	if code, _ := do(http.MethodGet, "Bearer good"); code != http.StatusOK || fr.reviews != reviews || fr.authzs != authzs {
+		t.Errorf("cached request: %d, reviews %d→%d, authorizations %d→%d", code, reviews, fr.reviews, authzs, fr.authzs)
+	}
+	if code, _ := do(http.MethodHead, "Bearer good"); code != http.StatusOK || fr.lastVerb != "get" {
+		t.Errorf("HEAD: %d, verb %q", code, fr.lastVerb)
+	}
+	// Cache entries expire.
+	a.now = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	if _, _ = do(http.MethodGet, "Bearer good"); fr.reviews == reviews {
+		t.Errorf("expired token review was not repeated")
+	}
+
+	// When the API server cannot answer, nobody gets in.
+	fr2 := &fakeReviewer{err: errors.New("connection refused")}
+	h2 := NewAuth(fr2).Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "secret") }))
+	req := httptest.NewRequest(http.MethodGet, Path, nil)
+	req.Header.Set("Authorization", "Bearer good")
+	rec := httptest.NewRecorder()
+	h2.ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "secret") {
+		t.Errorf("reviewer down: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8082": true, "[::1]:8082": true, "localhost:8082": true, "127.0.0.2:1": true,
+		":8082": false, "0.0.0.0:8082": false, "10.0.0.5:8082": false, "node-1:8082": false, "garbage": false,
+	} {
+		if got := Loopback(addr); got != want {
+			t.Errorf("Loopback(%q) = %t, want %t", addr, got, want)
+		}
+	}
+}
+
+func TestSelfSigned(t *testing.T) {
+	cert, err := SelfSigned([]string{"node-1", "10.0.0.5", ""}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.VerifyHostname("node-1"); err != nil {
+		t.Error(err)
+	}
+	if err := c.VerifyHostname("10.0.0.5"); err != nil {
+		t.Error(err)
+	}
+	if !c.NotAfter.After(now.Add(300 * 24 * time.Hour)) {
+		t.Errorf("expires %v", c.NotAfter)
+	}
+}

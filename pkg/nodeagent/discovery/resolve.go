@@ -1,0 +1,78 @@
+package discovery
+
+import (
+	"sort"
+	"time"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/policy"
+	"github.com/ballastk8s/ballast/pkg/series"
+)
+
+// Inputs is the cluster configuration a pod's interval and hash are resolved from.
+type Inputs struct {
+	// Policies maps a policy-ref annotation value ("<name>" for a ClusterResourcePolicy,
+	// "<namespace>/<name>" for a ResourcePolicy) to the policy's metrics.
+	Policies map[string][]ballastv1.MetricSpec
+	// Sources maps a MetricsSource name to its type and pollInterval.
+	Sources map[string]policy.Source
+	// Hashes maps a WorkloadProfile name to its status.measurementHash.
+	Hashes map[string]string
+	// MinInterval is the agent's floor for any sampling interval (it protects the node from
+	// a policy that asks for sub-second sampling).
+	MinInterval time.Duration
+}
+
+// PolicyKey is the policy-ref annotation value naming a policy: "<name>" for a
+// ClusterResourcePolicy (namespace ""), "<namespace>/<name>" for a ResourcePolicy.
+func PolicyKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// Resolve fills p's Interval and Hash. The interval is the policy's (SPEC §4.1: the
+// smallest pollInterval among the known sources its metrics name; 60s without a policy,
+// or when the policy-ref names a policy that does not exist), never below MinInterval. The
+// hash is the measurementHash of the profile named by the profile-ref annotation, "" while
+// the pod is not stamped, the profile does not exist or has no valid hash yet.
+func Resolve(p Pod, in Inputs) Pod {
+	var metrics []ballastv1.MetricSpec
+	if p.PolicyRef != "" {
+		metrics = in.Policies[p.PolicyRef]
+	}
+	p.Interval = max(policy.SamplingInterval(metrics, in.Sources), in.MinInterval)
+	p.Hash = ""
+	if p.ProfileRef != "" {
+		if h := in.Hashes[p.ProfileRef]; h != "" && series.CheckProfile(h) == nil {
+			p.Hash = h
+		}
+	}
+	return p
+}
+
+// Snapshot is the discovered state at one moment.
+type Snapshot struct {
+	// Version increases with every change the snapshot reflects.
+	Version uint64
+	// Synced: every informer has listed once.
+	Synced bool
+	// ConfigFound: BallastConfig "ballast" exists. Without it nothing is measured (SPEC §2.1).
+	ConfigFound bool
+	// Retention is BallastConfig's retentionWindow (the default when unset or invalid).
+	Retention time.Duration
+	// Pods are the enrolled pods of the node, resolved, sorted by namespace/name. The
+	// slice is shared between snapshots: callers must not modify it.
+	Pods []Pod
+}
+
+// Build resolves pods against in and sorts them; pure.
+func Build(pods []Pod, in Inputs) []Pod {
+	out := make([]Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, Resolve(p, in))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
