@@ -21,6 +21,9 @@ type OOMEvent struct {
 	PeakBytes int64
 	// LimitBytes is the container's memory limit at the kill (0 if none).
 	LimitBytes int64
+	// Kind is the limit that was hit: "container", "pod", "node", or "" when the agent could
+	// not tell (cgroup v1, polled counters). Optional on the wire.
+	Kind string
 }
 
 // Stream entry field names.
@@ -31,6 +34,7 @@ const (
 	oomAt        = "at"
 	oomPeak      = "peak"
 	oomLimit     = "limit"
+	oomKind      = "kind"
 )
 
 // Validate checks the fields a consumer relies on.
@@ -56,13 +60,14 @@ func (e OOMEvent) WireFields() []string {
 		oomAt, strconv.FormatInt(e.At.UnixMilli(), 10),
 		oomPeak, strconv.FormatInt(e.PeakBytes, 10),
 		oomLimit, strconv.FormatInt(e.LimitBytes, 10),
+		oomKind, e.Kind,
 	}
 }
 
 // DecodeOOMEvent parses a stream entry written by WireFields. Unknown fields are ignored so
 // that newer agents may add some.
 func DecodeOOMEvent(fields map[string]string) (OOMEvent, error) {
-	e := OOMEvent{Container: fields[oomContainer], Pod: fields[oomPod], Node: fields[oomNode]}
+	e := OOMEvent{Container: fields[oomContainer], Pod: fields[oomPod], Node: fields[oomNode], Kind: fields[oomKind]}
 	ints := map[string]*int64{oomPeak: &e.PeakBytes, oomLimit: &e.LimitBytes}
 	var ms int64
 	ints[oomAt] = &ms

@@ -11,7 +11,7 @@ import (
 func TestOOMEvent(t *testing.T) {
 	ev := OOMEvent{
 		Container: "app", Pod: "shop/api-7d9f", Node: "node-3",
-		At: time.Date(2026, 3, 1, 12, 0, 0, 123e6, time.UTC), PeakBytes: 512 << 20, LimitBytes: 512 << 20,
+		At: time.Date(2026, 3, 1, 12, 0, 0, 123e6, time.UTC), PeakBytes: 512 << 20, LimitBytes: 512 << 20, Kind: "pod",
 	}
 	fields := func(e OOMEvent) map[string]string {
 		m := map[string]string{}
@@ -33,6 +33,7 @@ func TestOOMEvent(t *testing.T) {
 		wantErr string
 	}{
 		"newer agent's extra field": {func(m map[string]string) { m["cgroup"] = "x" }, ""},
+		"older agent without kind":  {func(m map[string]string) { delete(m, "kind") }, ""},
 		"no container":              {func(m map[string]string) { delete(m, "container") }, "container"},
 		"missing time":              {func(m map[string]string) { delete(m, "at") }, `missing field "at"`},
 		"bad peak":                  {func(m map[string]string) { m["peak"] = "lots" }, `field "peak"`},

@@ -121,7 +121,7 @@ func (a *Agent) onOOM(ctx context.Context, e oom.Event) {
 	}
 	cs.oomKills[kind] += int64(max(e.Count, 1))
 	it := oomItem{podUID: cs.podUID, profileRef: ps.pod.ProfileRef, hash: ps.pod.Hash, kind: kind, queuedAt: a.now(),
-		ev: series.OOMEvent{Container: cs.name, Pod: ps.pod.Key(), Node: a.o.NodeName, At: e.Time}}
+		ev: series.OOMEvent{Container: cs.name, Pod: ps.pod.Key(), Node: a.o.NodeName, At: e.Time, Kind: string(e.Kind)}}
 	peak, limit, hasLimit := cs.maxSeen, cs.limit, cs.hasLimit
 	dir := e.Dir
 	a.st.mu.Unlock()

@@ -74,8 +74,8 @@ func TestOOMKillReachesTheStreamWithinOneSecond(t *testing.T) {
 		t.Logf("kill %d reached the stream after %v", i+1, time.Since(start).Round(time.Millisecond))
 		last = rec.ID
 		ev := rec.Event
-		if ev.Container != c.container || ev.Pod != ns+"/"+pod.name || ev.Node != node || ev.LimitBytes != c.limit {
-			t.Errorf("event %+v, want container %s pod %s/%s node %s limit %d", ev, c.container, ns, pod.name, node, c.limit)
+		if ev.Container != c.container || ev.Pod != ns+"/"+pod.name || ev.Node != node || ev.LimitBytes != c.limit || ev.Kind != string(c.kind) {
+			t.Errorf("event %+v, want container %s pod %s/%s node %s limit %d kind %s", ev, c.container, ns, pod.name, node, c.limit, c.kind)
 		}
 		if minPeak := int64(memValues(40*mi, 0).MemoryCurrent); ev.PeakBytes < minPeak {
 			t.Errorf("peak %d, want ≥ %d (memory.peak)", ev.PeakBytes, minPeak)
