@@ -7,10 +7,10 @@ import (
 )
 
 // Metrics are ballast-control's instruments. Names follow SPEC §11.2 with dots replaced by
-// underscores and counters suffixed _total.
+// underscores and counters suffixed _total. Sampling happens in the node agent, so
+// ballast.samples.collected and ballast.fetch.errors are the agent's
+// ballast_node_samples_total and ballast_node_source_errors_total (see docs/node-agent.md).
 type Metrics struct {
-	SamplesCollected   *prometheus.CounterVec
-	FetchErrors        *prometheus.CounterVec
 	ThresholdMet       *prometheus.CounterVec
 	Profiles           *prometheus.GaugeVec
 	PodsProcessed      *prometheus.CounterVec
@@ -28,7 +28,7 @@ type Metrics struct {
 	KillSwitchActive   *prometheus.GaugeVec
 	KillSwitchSuppress *prometheus.CounterVec
 	PoliciesInvalid    *prometheus.GaugeVec
-	OOMEvents          *prometheus.CounterVec
+	ProfileInfo        *ProfileInfo
 }
 
 func counter(name, help string, labels ...string) *prometheus.CounterVec {
@@ -43,11 +43,9 @@ func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
 // the binary, a fresh registry in tests).
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		SamplesCollected: counter("ballast_samples_collected_total", "Samples recorded into profiles.", "source", "resource", "container", "profile"),
-		FetchErrors:      counter("ballast_fetch_errors_total", "Failed usage reads.", "source", "node"),
-		ThresholdMet:     counter("ballast_profiles_threshold_met_total", "Profiles whose meetsThreshold turned true.", "policy", "profile"),
-		Profiles:         gauge("ballast_profiles", "Profiles by state.", "state", "profile"),
-		PodsProcessed:    counter("ballast_pods_processed_total", "Pod enrollment events.", "event", "namespace", "profile"),
+		ThresholdMet:  counter("ballast_profiles_threshold_met_total", "Profiles whose meetsThreshold turned true.", "policy", "profile"),
+		Profiles:      gauge("ballast_profiles", "Profiles by state.", "state", "profile"),
+		PodsProcessed: counter("ballast_pods_processed_total", "Pod enrollment events.", "event", "namespace", "profile"),
 		ProfilesCreated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ballast_workload_profiles_created_total", Help: "WorkloadProfiles created."}),
 		ProfilesPurged: prometheus.NewCounter(prometheus.CounterOpts{
@@ -64,11 +62,11 @@ func New(reg prometheus.Registerer) *Metrics {
 		KillSwitchActive:   gauge("ballast_kill_switch_active", "1 while the kill switch is active.", "reason"),
 		KillSwitchSuppress: counter("ballast_kill_switch_suppressed_total", "Actions suppressed by the kill switch.", "action"),
 		PoliciesInvalid:    gauge("ballast_policies_invalid", "1 per invalid policy.", "kind", "namespace", "name", "reason"),
-		OOMEvents:          counter("ballast_oom_events_total", "OOM kills read from the store.", "profile"),
+		ProfileInfo:        NewProfileInfo(),
 	}
-	reg.MustRegister(m.SamplesCollected, m.FetchErrors, m.ThresholdMet, m.Profiles, m.PodsProcessed,
+	reg.MustRegister(m.ThresholdMet, m.Profiles, m.PodsProcessed,
 		m.ProfilesCreated, m.ProfilesPurged, m.WebhookMutations, m.ApplyApplied, m.ApplySkipped, m.Clamped,
 		m.ResizeApplied, m.ResizeFailed, m.ResizeSkipped, m.ResizeOutcome, m.KillSwitchChanges,
-		m.KillSwitchActive, m.KillSwitchSuppress, m.PoliciesInvalid, m.OOMEvents)
+		m.KillSwitchActive, m.KillSwitchSuppress, m.PoliciesInvalid, m.ProfileInfo)
 	return m
 }

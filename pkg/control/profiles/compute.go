@@ -107,7 +107,7 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	if next.MeetsThreshold {
 		state = "ready"
 	}
-	c.forget(wp.Name)
+	c.clearState(wp.Name)
 	c.metrics.Profiles.WithLabelValues(state, wp.Name).Set(1)
 	return interval, nil
 }

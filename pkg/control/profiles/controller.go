@@ -23,6 +23,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
+	"github.com/ballastk8s/ballast/pkg/identity"
 )
 
 // Store is what the controller needs from pkg/store; the real implementation is
@@ -77,6 +78,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	c.count(ctx, next, pods)
 	setOrphaned(next, now)
+	if snap.Config != nil {
+		c.metrics.ProfileInfo.Set(wp.Name, identity.ProfileAttributes(snap.Config.IdentityLabels, next.TupleLabels))
+	}
 
 	// Orphan TTL (§6.6). Without a BallastConfig, or with an unparseable TTL, nothing is deleted.
 	var requeue time.Duration
@@ -196,6 +200,12 @@ func (c *Controller) finalize(ctx context.Context, wp *ballastv1.WorkloadProfile
 }
 
 func (c *Controller) forget(name string) {
+	c.metrics.ProfileInfo.Delete(name)
+	c.clearState(name)
+}
+
+// clearState removes the profile's series of the ballast_profiles gauge.
+func (c *Controller) clearState(name string) {
 	for _, s := range []string{"accruing", "ready"} {
 		c.metrics.Profiles.DeleteLabelValues(s, name)
 	}

@@ -3,9 +3,13 @@ package control
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +75,9 @@ func profileSuite(t *testing.T, e *env) {
 			return nil
 		})
 		hash = wp.Status.MeasurementHash
+		if got := profileInfo(e, name); got != "component=api,name=shop,profile="+name {
+			t.Errorf("ballast_profile_info labels = %q", got)
+		}
 		// Three nodes, one per namespace's pod, each write four samples 20 s apart.
 		for i := 0; i < 3; i++ {
 			e.writeSamples(t, hash, "app", series.ResourceCPU, []float64{240, 240, 240, 240}, 20*time.Second)
@@ -278,6 +285,28 @@ func profileSuite(t *testing.T, e *env) {
 
 func discriminatorOfDefault() string {
 	return identity.Discriminator(ballastv1.KindClusterResourcePolicy, "", "default")
+}
+
+// profileInfo returns the sorted labels of a profile's ballast_profile_info series.
+func profileInfo(e *env, profile string) string {
+	ch := make(chan prometheus.Metric, 64)
+	go func() { e.metrics.ProfileInfo.Collect(ch); close(ch) }()
+	out := ""
+	for m := range ch {
+		var d dto.Metric
+		_ = m.Write(&d)
+		var pairs []string
+		found := false
+		for _, l := range d.GetLabel() {
+			pairs = append(pairs, l.GetName()+"="+l.GetValue())
+			found = found || (l.GetName() == "profile" && l.GetValue() == profile)
+		}
+		if found {
+			sort.Strings(pairs)
+			out = strings.Join(pairs, ",")
+		}
+	}
+	return out
 }
 
 func repeat(v float64, n int) []float64 {
