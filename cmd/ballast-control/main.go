@@ -20,7 +20,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	o.SetupLogging()
+	logs, err := o.SetupLogging()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
 	if err == nil && flag.Arg(0) == "apply-crds" {
@@ -29,7 +33,7 @@ func main() {
 		err = fmt.Errorf("unknown subcommand %q (known: apply-crds)", flag.Arg(0))
 	} else if err == nil {
 		var mgr ctrl.Manager
-		if mgr, err = app.New(ctx, o, cfg); err == nil {
+		if mgr, err = app.NewWith(ctx, o, cfg, app.Deps{Logs: logs}); err == nil {
 			err = mgr.Start(ctx)
 		}
 	}

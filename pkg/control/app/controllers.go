@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -46,6 +47,16 @@ type Deps struct {
 	Store    profiles.Store
 	// Now is the clock of time-dependent controllers (time.Now in production).
 	Now func() time.Time
+	// Logs are the per-component loggers (SetupLogging); missing ones derive from ctrl.Log.
+	Logs map[string]logr.Logger
+}
+
+// log returns a component's logger.
+func (d Deps) log(component string) logr.Logger {
+	if l, ok := d.Logs[component]; ok {
+		return l
+	}
+	return ctrl.Log.WithName(component)
 }
 
 // Register lists every controller explicitly; there is no init-time registration.
@@ -57,8 +68,8 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) error {
 		config.New(mgr.GetClient(), d.State, d.Metrics, o.OperatorNamespace),
 		policies.NewCluster(mgr.GetClient(), d.Metrics),
 		policies.NewNamespaced(mgr.GetClient(), d.Metrics),
-		enrollment.New(mgr.GetClient(), mgr.GetAPIReader(), d.State, d.Resolver, d.Metrics),
-		profiles.New(mgr.GetClient(), d.State, d.Resolver, d.Store, d.Metrics, d.Now),
+		enrollment.New(mgr.GetClient(), mgr.GetAPIReader(), d.State, d.Resolver, d.Metrics).WithLogger(d.log(ComponentWatcher)),
+		profiles.New(mgr.GetClient(), d.State, d.Resolver, d.Store, d.Metrics, d.Now).WithLogger(d.log(ComponentCollector)),
 	}
 	for _, r := range regs {
 		if err := r.Register(mgr); err != nil {

@@ -33,6 +33,12 @@ type Options struct {
 	DryRun                 string
 	LogLevel               string
 	LogFormat              string
+	LogLevelWebhook        string
+	LogLevelWatcher        string
+	LogLevelCollector      string
+	LogLevelAdjuster       string
+	LogStdout              bool
+	LogStdoutFields        string
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -64,6 +70,7 @@ func NewOptions() *Options {
 		DryRun:                 "none",
 		LogLevel:               "info",
 		LogFormat:              "json",
+		LogStdout:              true,
 	}
 }
 
@@ -88,6 +95,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, "none|apply|resize|all")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug|info|warn|error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json|text")
+	fs.StringVar(&o.LogLevelWebhook, "log-level-webhook", o.LogLevelWebhook, "log level of the admission webhook (default --log-level)")
+	fs.StringVar(&o.LogLevelWatcher, "log-level-watcher", o.LogLevelWatcher, "log level of enrollment (default --log-level)")
+	fs.StringVar(&o.LogLevelCollector, "log-level-collector", o.LogLevelCollector, "log level of profile statistics (default --log-level)")
+	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
+	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
+	fs.StringVar(&o.LogStdoutFields, "log-stdout-fields", o.LogStdoutFields, `JSON object of static fields added to every log line, e.g. {"cluster":"prod-eu"}`)
 }
 
 // Validate reports every invalid option at once.
@@ -98,10 +111,14 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--dry-run %q: must be one of none, apply, resize, all", o.DryRun))
 	}
-	switch strings.ToLower(o.LogLevel) {
-	case "debug", "info", "warn", "error":
-	default:
-		errs = append(errs, fmt.Errorf("--log-level %q: must be one of debug, info, warn, error", o.LogLevel))
+	for flag, v := range map[string]string{"log-level": o.LogLevel, "log-level-webhook": o.LogLevelWebhook,
+		"log-level-watcher": o.LogLevelWatcher, "log-level-collector": o.LogLevelCollector, "log-level-adjuster": o.LogLevelAdjuster} {
+		if _, ok := zapLevels[strings.ToLower(v)]; !ok && (v != "" || flag == "log-level") {
+			errs = append(errs, fmt.Errorf("--%s %q: must be one of debug, info, warn, error", flag, v))
+		}
+	}
+	if _, err := o.staticFields(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.LogFormat != "json" && o.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("--log-format %q: must be json or text", o.LogFormat))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -14,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -38,21 +36,6 @@ func Scheme() *runtime.Scheme {
 		panic(err)
 	}
 	return s
-}
-
-// SetupLogging installs the process logger per --log-level and --log-format.
-func (o *Options) SetupLogging() {
-	lvl := map[string]zapcore.Level{"debug": zapcore.DebugLevel, "info": zapcore.InfoLevel,
-		"warn": zapcore.WarnLevel, "error": zapcore.ErrorLevel}[o.LogLevel]
-	ctrl.SetLogger(zap.New(zap.Level(lvl), zap.UseDevMode(false), func(zo *zap.Options) {
-		zo.TimeEncoder = zapcore.ISO8601TimeEncoder
-		if o.LogFormat == "text" {
-			zo.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
-				TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
-				EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder,
-			})
-		}
-	}))
 }
 
 // ApplyCRDs runs the apply-crds subcommand against cfg.

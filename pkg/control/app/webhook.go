@@ -54,7 +54,7 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o *Op
 		}
 	}
 	h := webhook.New(mgr.GetCache(), mgr.GetScheme(), d.State, d.Resolver, d.Metrics,
-		o.DryRun == "apply" || o.DryRun == "all", ctrl.Log.WithName("webhook"))
+		o.DryRun == "apply" || o.DryRun == "all", d.log(ComponentWebhook))
 	mgr.GetWebhookServer().Register(ballastv1.WebhookPath, &admission.Webhook{Handler: h})
 	// Start the owner-walk metadata informers with the manager, not on the first admission.
 	for _, gvk := range []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, {Group: "batch", Version: "v1", Kind: "Job"}} {

@@ -31,6 +31,7 @@ type Controller struct {
 	state    *config.State
 	resolver *resolve.Resolver
 	metrics  *metrics.Metrics
+	log      *logr.Logger // component logger; nil = controller-runtime's
 }
 
 // New returns the enrollment controller.

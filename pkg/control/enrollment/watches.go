@@ -3,6 +3,7 @@ package enrollment
 import (
 	"context"
 	"encoding/json"
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/logctx"
 )
 
 func mergePatch(v any) client.Patch {
@@ -54,6 +56,7 @@ func (c *Controller) register(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("enrollment").
+		WithLogConstructor(c.logConstructor()).
 		For(&corev1.Pod{}).
 		WatchesRawSource(source.Channel(configChanged, all)).
 		Watches(&ballastv1.ClusterResourcePolicy{}, all, builder.WithPredicates(policyChange)).
@@ -117,4 +120,18 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// WithLogger sets the component logger reconciles log through (SPEC §11.4 overrides).
+func (c *Controller) WithLogger(l logr.Logger) *Controller {
+	c.log = &l
+	return c
+}
+
+func (c *Controller) logConstructor() func(*reconcile.Request) logr.Logger {
+	base := ctrl.Log.WithName("enrollment")
+	if c.log != nil {
+		base = *c.log
+	}
+	return logctx.Constructor(base, "enrollment", "Pod")
 }

@@ -7,6 +7,7 @@ package profiles
 import (
 	"context"
 	"fmt"
+	"github.com/go-logr/logr"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,7 @@ type Controller struct {
 	resolver *resolve.Resolver
 	store    Store
 	metrics  *metrics.Metrics
+	log      *logr.Logger // component logger; nil = controller-runtime's
 	now      func() time.Time
 	// retry is how soon a profile is recomputed after a store read failed.
 	retry time.Duration

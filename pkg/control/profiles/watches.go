@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"context"
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +16,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/logctx"
 )
 
 // podProfiles enqueues the profiles named by a pod's profile-ref, before and after an
@@ -58,6 +60,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("profiles").
+		WithLogConstructor(c.logConstructor()).
 		For(&ballastv1.WorkloadProfile{}).
 		Watches(&corev1.Pod{}, podProfiles{}).
 		Watches(&ballastv1.ClusterResourcePolicy{}, all).
@@ -77,4 +80,18 @@ func (c *Controller) allProfiles(ctx context.Context, _ client.Object) []reconci
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
 	}
 	return out
+}
+
+// WithLogger sets the component logger reconciles log through (SPEC §11.4 overrides).
+func (c *Controller) WithLogger(l logr.Logger) *Controller {
+	c.log = &l
+	return c
+}
+
+func (c *Controller) logConstructor() func(*reconcile.Request) logr.Logger {
+	base := ctrl.Log.WithName("profiles")
+	if c.log != nil {
+		base = *c.log
+	}
+	return logctx.Constructor(base, "profiles", "WorkloadProfile")
 }
