@@ -109,7 +109,3 @@ type MetricsSourceList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MetricsSource `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&BallastConfig{}, &BallastConfigList{}, &MetricsSource{}, &MetricsSourceList{})
-}

@@ -12,8 +12,9 @@
 package v1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -21,8 +22,20 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "ballast.tightlinesoftware.com", Version: "v1"}
 
 	// SchemeBuilder registers the Ballast kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the Ballast kinds to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&BallastConfig{}, &BallastConfigList{},
+		&MetricsSource{}, &MetricsSourceList{},
+		&ClusterResourcePolicy{}, &ClusterResourcePolicyList{},
+		&ResourcePolicy{}, &ResourcePolicyList{},
+		&WorkloadProfile{}, &WorkloadProfileList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -204,8 +204,3 @@ type ResourcePolicyList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ResourcePolicy `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ClusterResourcePolicy{}, &ClusterResourcePolicyList{},
-		&ResourcePolicy{}, &ResourcePolicyList{})
-}

@@ -176,7 +176,3 @@ type WorkloadProfileList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []WorkloadProfile `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&WorkloadProfile{}, &WorkloadProfileList{})
-}
