@@ -206,6 +206,43 @@ func profileSuite(t *testing.T, e *env) {
 		}
 	})
 
+	t.Run("removing the mode label un-enrolls the pod and recounts its profile", func(t *testing.T) {
+		ns := e.namespace(t, "unenroll")
+		p := pod("leaver", ns, "measure", "leaver", "x")
+		mustCreate(t, e.c, p)
+		ref := p.Annotations[ballastv1.ProfileRefAnnotation]
+		e.profile(t, ref, "counted", func(wp *ballastv1.WorkloadProfile) error {
+			if wp.Status.ActivePods != 1 {
+				return fmt.Errorf("activePods=%d", wp.Status.ActivePods)
+			}
+			return nil
+		})
+		patch := client.MergeFrom(p.DeepCopy())
+		delete(p.Labels, ballastv1.ModeLabel)
+		if err := e.c.Patch(ctx, p, patch); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "bookkeeping annotations removed", func() error {
+			got := &corev1.Pod{}
+			if err := e.c.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+				return err
+			}
+			if _, ok := got.Annotations[ballastv1.ProfileRefAnnotation]; ok {
+				return fmt.Errorf("still stamped: %v", got.Annotations)
+			}
+			if _, ok := got.Annotations[ballastv1.PolicyRefAnnotation]; ok {
+				return fmt.Errorf("policy-ref left: %v", got.Annotations)
+			}
+			return nil
+		})
+		e.profile(t, ref, "recounted to zero", func(wp *ballastv1.WorkloadProfile) error {
+			if wp.Status.ActivePods != 0 {
+				return fmt.Errorf("activePods=%d", wp.Status.ActivePods)
+			}
+			return nil
+		})
+	})
+
 	t.Run("a broken policy is reported and skipped", func(t *testing.T) {
 		bad := &ballastv1.ClusterResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "aaa-broken"},
 			Spec: ballastv1.ResourcePolicySpec{Priority: 100, Selector: ballastv1.PolicySelector{
