@@ -79,7 +79,8 @@ func BenchmarkSamplingCycle(b *testing.B) {
 	a, pods := benchNode(b, 10*time.Second)
 	g := &group{interval: 10 * time.Second, coll: cgroup.NewCollector(a.cg, a.cgm), pods: pods}
 	defer g.coll.Close()
-	now := time.Unix(1_800_000_000, 0)
+	first := time.Unix(1_800_000_000, 0)
+	now := first
 	a.setPods(pods, "", now)
 	ctx := context.Background()
 	a.cycle(ctx, g, now) // first cycle: locate cgroups and open the peak files
@@ -94,8 +95,12 @@ func BenchmarkSamplingCycle(b *testing.B) {
 	b.ReportMetric(float64(perCycle.Microseconds()), "cpu-µs/cycle")
 	b.ReportMetric(100*perCycle.Seconds()/10, "%core@10s")
 	b.ReportMetric(100*perCycle.Seconds()/1, "%core@1s")
-	if s := a.buf.Stats(); s.Filed != benchPods*benchContainers*3 {
-		b.Fatalf("%d windows buffered, want %d", s.Filed, benchPods*benchContainers*3)
+	// Three series per container, each with a window for every 5-minute window the cycles
+	// reached (one cycle per simulated second from first, a window start: a run of more
+	// than 300 cycles spans several).
+	windows := int(series.WindowStart(now, series.DefaultWindow).Sub(first)/series.DefaultWindow) + 1
+	if s := a.buf.Stats(); s.Filed != benchPods*benchContainers*3*windows {
+		b.Fatalf("%d windows buffered, want %d", s.Filed, benchPods*benchContainers*3*windows)
 	}
 }
 

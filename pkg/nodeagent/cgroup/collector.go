@@ -35,18 +35,23 @@ type Reading struct {
 }
 
 // Collector samples a changing set of containers, keeping per container what interval
-// signals need: the previous cpu counter and an open PeakTracker. Safe for concurrent use,
-// though one Collect at a time is the intended use.
+// signals need (the previous cpu counter and an open PeakTracker) and its cgroup
+// directories open, so a cycle reads each file by its name instead of resolving its whole
+// path again. Safe for concurrent use, though one Collect at a time is the intended use.
 type Collector struct {
-	r  *Reader
-	m  *Metrics
-	mu sync.Mutex
-	st map[string]*targetState
+	r   *Reader
+	m   *Metrics
+	mu  sync.Mutex
+	st  map[string]*targetState
+	gen uint64 // counts Collects, to find the targets a Collect no longer lists
+	buf []byte // file contents, reused by every read
 }
 
 type targetState struct {
 	target  Target
 	loc     Location
+	gen     uint64 // the last Collect that listed the target
+	dirs    *openDirs
 	prevCPU CPUCounter
 	hasPrev bool
 	peak    *PeakTracker
@@ -58,21 +63,23 @@ func NewCollector(r *Reader, m *Metrics) *Collector {
 }
 
 // Collect reads every target at time now and returns one Reading per target whose cgroup
-// was found. Targets absent from the list are forgotten (their peak files closed); a target
-// whose container ID changed starts over. The error joins one error per target that failed
-// in part or whole; the readings still carry whatever was read.
+// was found. Targets absent from the list are forgotten (their peak files and directories
+// closed); a target whose container ID changed starts over. The error joins one error per
+// target that failed in part or whole; the readings still carry whatever was read.
 func (c *Collector) Collect(ctx context.Context, now time.Time, targets []Target) ([]Reading, error) {
 	start := time.Now()
 	defer func() { c.m.observeDuration(time.Since(start)) }()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 
-	keep := make(map[string]bool, len(targets))
+	c.gen++
 	for _, t := range targets {
-		keep[t.Key] = true
+		if s := c.st[t.Key]; s != nil {
+			s.gen = c.gen
+		}
 	}
 	for key, s := range c.st {
-		if !keep[key] {
+		if s.gen != c.gen {
 			s.close()
 			delete(c.st, key)
 		}
@@ -108,11 +115,22 @@ func (c *Collector) collectOne(t Target, now time.Time) (Reading, bool, error) {
 			delete(c.st, t.Key)
 			return Reading{}, false, err
 		}
-		s = &targetState{target: t, loc: loc}
+		s = &targetState{target: t, loc: loc, gen: c.gen}
 		c.st[t.Key] = s
 	}
 
-	sample, readErr := c.r.ReadSample(s.loc, now)
+	if s.dirs == nil {
+		// Directories that cannot be opened are read by path this time, opened again next.
+		s.dirs, _ = c.r.openDirs(s.loc, &c.buf)
+	}
+	var src fileSource = c.r
+	if s.dirs != nil {
+		src = s.dirs
+	}
+	sample, readErr := c.r.readSample(src, s.loc, now)
+	if s.dirs != nil && s.dirs.stale {
+		s.closeDirs()
+	}
 	if readErr != nil {
 		c.m.countError(ErrorKindRead)
 	}
@@ -123,7 +141,10 @@ func (c *Collector) collectOne(t Target, now time.Time) (Reading, bool, error) {
 		return Reading{}, false, readErr
 	}
 	rd := Reading{Key: t.Key, Location: s.loc, Sample: sample}
-	errs := []error{readErr}
+	var errs []error
+	if readErr != nil {
+		errs = append(errs, readErr)
+	}
 
 	if sample.HasCPU {
 		if s.hasPrev {
@@ -168,7 +189,7 @@ func (c *Collector) collectOne(t Target, now time.Time) (Reading, bool, error) {
 	return rd, true, errors.Join(errs...)
 }
 
-// Close closes every open peak file.
+// Close closes every open peak file and directory.
 func (c *Collector) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -183,5 +204,13 @@ func (s *targetState) close() {
 	if s.peak != nil {
 		s.peak.Close()
 		s.peak = nil
+	}
+	s.closeDirs()
+}
+
+func (s *targetState) closeDirs() {
+	if s.dirs != nil {
+		s.dirs.Close()
+		s.dirs = nil
 	}
 }

@@ -9,9 +9,12 @@
 //     cgroup versions and all three QoS classes;
 //   - parse*.go: pure parsers, one per file format, fuzzed with seeds from real-kernel fixtures;
 //   - signals.go: the pure signal math (working set, cpu rate with counter-reset rejection);
-//   - reader.go, peak.go, collector.go: the I/O shell. Every path is resolved inside a root
-//     directory opened with os.OpenRoot (a test points it at a fixture tree; production at
-//     /sys/fs/cgroup), so no name can escape it.
+//   - reader.go, peak.go, collector.go, dir*.go: the I/O shell. Every path is resolved
+//     inside a root directory opened with os.OpenRoot (a test points it at a fixture tree;
+//     production at /sys/fs/cgroup), so no name can escape it. The Collector keeps each
+//     container's directories open (opened through that root) and reads a file by its name
+//     in them, into one reused buffer; the parsers it runs allocate nothing on what the
+//     kernel writes.
 //
 // cgroup v2 files used: cpu.stat, memory.current, memory.stat, memory.max, memory.peak,
 // memory.events, cpu.pressure, memory.pressure. cgroup v1 equivalents: cpuacct.usage,

@@ -2,14 +2,16 @@ package cgroup
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
 )
 
 // Every parser is fuzzed with the real-kernel fixture files as seeds. Beyond "never
-// panics", each target checks an invariant of a successful parse, and that failures wrap
-// one of the package's sentinels.
+// panics", each target checks an invariant of a successful parse, that failures wrap one
+// of the package's sentinels, and that the allocation-free fast paths the reader uses
+// (scanFlatKeyed, parseDecimal, parsePSIFast) agree with the general parsers.
 
 func checkParseErr(t *testing.T, err error) {
 	t.Helper()
@@ -29,6 +31,10 @@ func FuzzParseSingleValue(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := ParseSingleValue(data)
 		checkParseErr(t, err)
+		// The fast path agrees with the general parser.
+		if w, werr := parseSingleValue(data); w != v || fmt.Sprint(werr) != fmt.Sprint(err) {
+			t.Fatalf("ParseSingleValue %d, %v; parseSingleValue %d, %v", v, err, w, werr)
+		}
 		if err == nil {
 			// A successful parse round-trips.
 			if w, err := ParseSingleValue([]byte(strconv.FormatUint(v, 10) + "\n")); err != nil || w != v {
@@ -52,6 +58,8 @@ func FuzzParseCPUStat(f *testing.F) {
 	for _, b := range fixtureFiles(f, "cpu.stat") {
 		f.Add(b)
 	}
+	f.Add([]byte("usage_usec 1\nusage_usec 2\n"))
+	f.Add([]byte("usage_usec\u00a01\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseCPUStat(data)
 		checkParseErr(t, err)
@@ -60,7 +68,28 @@ func FuzzParseCPUStat(f *testing.F) {
 				t.Fatalf("usage_usec %d disagrees with flat parse %v, %v", s.UsageUsec, kv, err)
 			}
 		}
+		checkScanFlatKeyed(t, data, cpuStatKeys)
 	})
+}
+
+// checkScanFlatKeyed: scanFlatKeyed finds what ParseFlatKeyed finds, and fails with its error.
+func checkScanFlatKeyed(t *testing.T, data []byte, keys []string) {
+	t.Helper()
+	vals := make([]uint64, len(keys))
+	found, err := scanFlatKeyed(data, keys, vals)
+	kv, kvErr := ParseFlatKeyed(data)
+	if fmt.Sprint(err) != fmt.Sprint(kvErr) {
+		t.Fatalf("scanFlatKeyed error %v, ParseFlatKeyed error %v", err, kvErr)
+	}
+	if err != nil {
+		return
+	}
+	for i, k := range keys {
+		v, ok := kv[k]
+		if ok != (found&(1<<i) != 0) || (ok && v != vals[i]) {
+			t.Fatalf("%s: scanFlatKeyed %d (found %v), ParseFlatKeyed %d (found %v)", k, vals[i], found&(1<<i) != 0, v, ok)
+		}
+	}
 }
 
 func FuzzParseMemoryStat(f *testing.F) {
@@ -73,11 +102,19 @@ func FuzzParseMemoryStat(f *testing.F) {
 		if err == nil && s.Keys["inactive_file"] != s.InactiveFileBytes {
 			t.Fatalf("inactive_file %d not in keys %v", s.InactiveFileBytes, s.Keys)
 		}
+		// What the reader uses instead agrees, value and error.
+		if v, ierr := ParseMemoryStatInactiveFile(data); v != s.InactiveFileBytes || fmt.Sprint(ierr) != fmt.Sprint(err) {
+			t.Fatalf("ParseMemoryStatInactiveFile %d, %v; ParseMemoryStat %d, %v", v, ierr, s.InactiveFileBytes, err)
+		}
 		v1, err := ParseMemoryStatV1(data)
 		checkParseErr(t, err)
 		if err == nil && v1.Keys["total_inactive_file"] != v1.TotalInactiveFileBytes {
 			t.Fatalf("total_inactive_file %d not in keys", v1.TotalInactiveFileBytes)
 		}
+		if v, ierr := ParseMemoryStatV1InactiveFile(data); v != v1.TotalInactiveFileBytes || fmt.Sprint(ierr) != fmt.Sprint(err) {
+			t.Fatalf("ParseMemoryStatV1InactiveFile %d, %v; ParseMemoryStatV1 %d, %v", v, ierr, v1.TotalInactiveFileBytes, err)
+		}
+		checkScanFlatKeyed(t, data, []string{"inactive_file", "total_inactive_file", "anon", "pgfault"})
 	})
 }
 
@@ -90,6 +127,7 @@ func FuzzParseMemoryEvents(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := ParseMemoryEvents(data)
 		checkParseErr(t, err)
+		checkScanFlatKeyed(t, data, memoryEventsKeys)
 	})
 }
 
@@ -104,6 +142,7 @@ func FuzzParseOOMControl(f *testing.F) {
 		if err == nil && !c.HasOOMKill && c.OOMKill != 0 {
 			t.Fatalf("oom_kill %d without HasOOMKill", c.OOMKill)
 		}
+		checkScanFlatKeyed(t, data, oomControlKeys)
 	})
 }
 
@@ -113,9 +152,15 @@ func FuzzParsePSI(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	f.Add([]byte("some avg10=0.00 avg60=0.00 avg300=0.00 total=1 total=2\n"))
+	f.Add([]byte("some avg10=1e1 avg60=0x1p-2 avg300=+0 total=007\nfull avg10=0 avg60=0 avg300=0 total=0 x=1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePSI(data)
 		checkParseErr(t, err)
+		// The fast path agrees with the general parser.
+		if q, qerr := parsePSI(data); q != p || fmt.Sprint(qerr) != fmt.Sprint(err) {
+			t.Fatalf("ParsePSI %+v, %v; parsePSI %+v, %v", p, err, q, qerr)
+		}
 		if err != nil {
 			return
 		}

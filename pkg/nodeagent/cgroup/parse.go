@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -27,6 +28,14 @@ const v1UnlimitedFloor = uint64(1) << 62
 // memory.current, memory.peak, memory.swap.current (bytes); cpuacct.usage (nanoseconds);
 // memory.usage_in_bytes and memory.max_usage_in_bytes (bytes).
 func ParseSingleValue(data []byte) (uint64, error) {
+	if v, ok := parseDecimal(trimASCIISpace(data)); ok {
+		return v, nil // what the kernel writes, read without allocating
+	}
+	return parseSingleValue(data)
+}
+
+// parseSingleValue is ParseSingleValue for any input.
+func parseSingleValue(data []byte) (uint64, error) {
 	s := string(bytes.TrimSpace(data))
 	if s == "" {
 		return 0, fmt.Errorf("%w: empty single-value file", ErrMalformed)
@@ -91,6 +100,157 @@ func ParseFlatKeyed(data []byte) (map[string]uint64, error) {
 	return out, nil
 }
 
+// scanFlatKeyed reads the listed keys of a flat-keyed file without allocating: vals[i] gets
+// the value of keys[i] and bit i of found is set when it is present (at most 64 keys). It
+// accepts exactly the files ParseFlatKeyed accepts, with the same values and errors: what
+// its scan is not sure of (a non-ASCII byte, a malformed line, two keys with the same hash,
+// a very long file) it leaves to ParseFlatKeyed.
+func scanFlatKeyed(data []byte, keys []string, vals []uint64) (found uint64, err error) {
+	// Key hashes seen so far, open addressing; 0 marks a free slot.
+	var seen [flatKeyedSlots]uint64
+	n := 0
+	for rest := data; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		// One pass over "key value": the key's FNV-1a hash, then the value's digits.
+		i := skipASCIISpace(line, 0)
+		if i == len(line) {
+			continue // blank line
+		}
+		start, h := i, uint64(fnvOffset)
+		for ; i < len(line) && !isASCIISpace(line[i]); i++ {
+			if line[i] >= 0x80 {
+				return flatKeyedSlow(data, keys, vals)
+			}
+			h = (h ^ uint64(line[i])) * fnvPrime
+		}
+		key := line[start:i]
+		if i = skipASCIISpace(line, i); i == len(line) {
+			return flatKeyedSlow(data, keys, vals) // no value
+		}
+		var v uint64
+		for ; i < len(line) && !isASCIISpace(line[i]); i++ {
+			d := uint64(line[i] - '0')
+			if d > 9 || v > (math.MaxUint64-d)/10 {
+				return flatKeyedSlow(data, keys, vals) // not an unsigned integer
+			}
+			v = v*10 + d
+		}
+		if skipASCIISpace(line, i) != len(line) || n == flatKeyedSlots/2 {
+			return flatKeyedSlow(data, keys, vals) // a third field, or many keys
+		}
+		h |= 1
+		for j := h; ; j++ {
+			slot := &seen[j%flatKeyedSlots]
+			if *slot == h {
+				return flatKeyedSlow(data, keys, vals) // repeated key, or a hash collision
+			}
+			if *slot == 0 {
+				*slot = h
+				break
+			}
+		}
+		n++
+		for j, k := range keys {
+			if string(key) == k {
+				vals[j], found = v, found|1<<j
+			}
+		}
+	}
+	return found, nil
+}
+
+// flatKeyedSlots bounds the keys scanFlatKeyed tracks itself (memory.stat has about 60).
+const flatKeyedSlots = 256
+
+// flatKeyedSlow is scanFlatKeyed through ParseFlatKeyed.
+func flatKeyedSlow(data []byte, keys []string, vals []uint64) (uint64, error) {
+	kv, err := ParseFlatKeyed(data)
+	if err != nil {
+		return 0, err
+	}
+	var found uint64
+	for i, k := range keys {
+		if v, ok := kv[k]; ok {
+			vals[i], found = v, found|1<<i
+		}
+	}
+	return found, nil
+}
+
+// missingKey is the error for a required key that file lacks.
+func missingKey(file, key string) error {
+	return fmt.Errorf("%w: %s has no %q", ErrMissingKey, file, key)
+}
+
+// cutField returns the first field of b and what follows it, splitting at ASCII white space
+// as bytes.Fields does; field is empty when b holds none. ok is false when a non-ASCII byte
+// comes first (bytes.Fields would also split at Unicode spaces): the caller falls back to
+// its general parser.
+func cutField(b []byte) (field, rest []byte, ok bool) {
+	i := skipASCIISpace(b, 0)
+	j := i
+	for j < len(b) && !isASCIISpace(b[j]) {
+		if b[j] >= 0x80 {
+			return nil, nil, false
+		}
+		j++
+	}
+	return b[i:j], b[j:], true
+}
+
+func isASCIISpace(c byte) bool {
+	const spaces = 1<<'\t' | 1<<'\n' | 1<<'\v' | 1<<'\f' | 1<<'\r' | 1<<' '
+	return c <= ' ' && spaces>>c&1 != 0
+}
+
+// skipASCIISpace returns the index of the first byte of b at or after i that is not ASCII
+// white space, or len(b).
+func skipASCIISpace(b []byte, i int) int {
+	for i < len(b) && isASCIISpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// trimASCIISpace trims ASCII white space from both ends of b.
+func trimASCIISpace(b []byte) []byte {
+	for len(b) > 0 && isASCIISpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isASCIISpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// parseDecimal parses b when it is nothing but decimal digits and fits in a uint64 (what
+// strconv.ParseUint(b, 10, 64) accepts), without allocating.
+func parseDecimal(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
+}
+
+// The 64-bit FNV-1a hash.
+const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+
 // lines yields each line of data (without its newline) and its 1-based number.
 func lines(data []byte) func(yield func(int, []byte) bool) {
 	return func(yield func(int, []byte) bool) {
@@ -116,7 +276,7 @@ func required(file string, kv map[string]uint64, dst map[string]*uint64) error {
 	for key, p := range dst {
 		v, ok := kv[key]
 		if !ok {
-			return fmt.Errorf("%w: %s has no %q", ErrMissingKey, file, key)
+			return missingKey(file, key)
 		}
 		*p = v
 	}

@@ -15,20 +15,18 @@ type CPUStat struct {
 
 // ParseCPUStat parses cgroup v2 cpu.stat.
 func ParseCPUStat(data []byte) (CPUStat, error) {
-	kv, err := ParseFlatKeyed(data)
+	var v [6]uint64
+	found, err := scanFlatKeyed(data, cpuStatKeys, v[:])
 	if err != nil {
 		return CPUStat{}, fmt.Errorf("parsing cpu.stat: %w", err)
 	}
-	var s CPUStat
-	if err := required("cpu.stat", kv, map[string]*uint64{"usage_usec": &s.UsageUsec}); err != nil {
-		return CPUStat{}, err
+	if found&1 == 0 {
+		return CPUStat{}, missingKey("cpu.stat", "usage_usec")
 	}
-	optional(kv, map[string]*uint64{
-		"user_usec": &s.UserUsec, "system_usec": &s.SystemUsec, "nr_periods": &s.NrPeriods,
-		"nr_throttled": &s.NrThrottled, "throttled_usec": &s.ThrottledUsec,
-	})
-	return s, nil
+	return CPUStat{UsageUsec: v[0], UserUsec: v[1], SystemUsec: v[2], NrPeriods: v[3], NrThrottled: v[4], ThrottledUsec: v[5]}, nil
 }
+
+var cpuStatKeys = []string{"usage_usec", "user_usec", "system_usec", "nr_periods", "nr_throttled", "throttled_usec"}
 
 // MemoryStat is cgroup v2 memory.stat, in bytes. InactiveFileBytes is required (it is what
 // the working set subtracts); the other named fields are 0 when absent. Keys holds every
@@ -58,6 +56,23 @@ func ParseMemoryStat(data []byte) (MemoryStat, error) {
 	return s, nil
 }
 
+// ParseMemoryStatInactiveFile is ParseMemoryStat(data).InactiveFileBytes, with the same
+// errors, without building the map of every key: the one value the working set needs,
+// read every cycle.
+func ParseMemoryStatInactiveFile(data []byte) (uint64, error) {
+	var v [1]uint64
+	found, err := scanFlatKeyed(data, inactiveFileKey[:], v[:])
+	if err != nil {
+		return 0, fmt.Errorf("parsing memory.stat: %w", err)
+	}
+	if found == 0 {
+		return 0, missingKey("memory.stat", inactiveFileKey[0])
+	}
+	return v[0], nil
+}
+
+var inactiveFileKey = [1]string{"inactive_file"}
+
 // MemoryStatV1 is cgroup v1 memory.stat, in bytes. The total_* keys include descendants;
 // TotalInactiveFileBytes is required (the kubelet's working set subtracts it).
 type MemoryStatV1 struct {
@@ -86,6 +101,22 @@ func ParseMemoryStatV1(data []byte) (MemoryStatV1, error) {
 	return s, nil
 }
 
+// ParseMemoryStatV1InactiveFile is ParseMemoryStatV1(data).TotalInactiveFileBytes, with the
+// same errors, without building the map of every key.
+func ParseMemoryStatV1InactiveFile(data []byte) (uint64, error) {
+	var v [1]uint64
+	found, err := scanFlatKeyed(data, totalInactiveFileKey[:], v[:])
+	if err != nil {
+		return 0, fmt.Errorf("parsing v1 memory.stat: %w", err)
+	}
+	if found == 0 {
+		return 0, missingKey("v1 memory.stat", totalInactiveFileKey[0])
+	}
+	return v[0], nil
+}
+
+var totalInactiveFileKey = [1]string{"total_inactive_file"}
+
 // MemoryEvents is cgroup v2 memory.events or memory.events.local: cumulative counts.
 //
 // Where the kernel counts (mm/memcontrol.c, visible in the fixtures' scenario3): Max and
@@ -105,17 +136,21 @@ type MemoryEvents struct {
 // required: every kernel that runs the kubelet on cgroup v2 writes them, so their absence
 // means a truncated or foreign file.
 func ParseMemoryEvents(data []byte) (MemoryEvents, error) {
-	kv, err := ParseFlatKeyed(data)
+	var v [6]uint64
+	found, err := scanFlatKeyed(data, memoryEventsKeys, v[:])
 	if err != nil {
 		return MemoryEvents{}, fmt.Errorf("parsing memory.events: %w", err)
 	}
-	var e MemoryEvents
-	if err := required("memory.events", kv, map[string]*uint64{"oom": &e.OOM, "oom_kill": &e.OOMKill}); err != nil {
-		return MemoryEvents{}, err
+	for i, key := range memoryEventsKeys[:2] {
+		if found&(1<<i) == 0 {
+			return MemoryEvents{}, missingKey("memory.events", key)
+		}
 	}
-	optional(kv, map[string]*uint64{"low": &e.Low, "high": &e.High, "max": &e.Max, "oom_group_kill": &e.OOMGroupKill})
-	return e, nil
+	return MemoryEvents{OOM: v[0], OOMKill: v[1], Low: v[2], High: v[3], Max: v[4], OOMGroupKill: v[5]}, nil
 }
+
+// memoryEventsKeys: the required keys first.
+var memoryEventsKeys = []string{"oom", "oom_kill", "low", "high", "max", "oom_group_kill"}
 
 // OOMControl is cgroup v1 memory.oom_control. OOMKill (kernel ≥ 4.13) counts processes
 // killed by the OOM killer in this cgroup; HasOOMKill is false on older kernels.
@@ -128,15 +163,18 @@ type OOMControl struct {
 
 // ParseOOMControl parses cgroup v1 memory.oom_control.
 func ParseOOMControl(data []byte) (OOMControl, error) {
-	kv, err := ParseFlatKeyed(data)
+	var v [3]uint64
+	found, err := scanFlatKeyed(data, oomControlKeys, v[:])
 	if err != nil {
 		return OOMControl{}, fmt.Errorf("parsing memory.oom_control: %w", err)
 	}
-	var disable, under uint64
-	if err := required("memory.oom_control", kv, map[string]*uint64{"oom_kill_disable": &disable, "under_oom": &under}); err != nil {
-		return OOMControl{}, err
+	for i, key := range oomControlKeys[:2] {
+		if found&(1<<i) == 0 {
+			return OOMControl{}, missingKey("memory.oom_control", key)
+		}
 	}
-	c := OOMControl{OOMKillDisable: disable != 0, UnderOOM: under != 0}
-	c.OOMKill, c.HasOOMKill = kv["oom_kill"]
-	return c, nil
+	return OOMControl{OOMKillDisable: v[0] != 0, UnderOOM: v[1] != 0, OOMKill: v[2], HasOOMKill: found&4 != 0}, nil
 }
+
+// oomControlKeys: the required keys first.
+var oomControlKeys = []string{"oom_kill_disable", "under_oom", "oom_kill"}

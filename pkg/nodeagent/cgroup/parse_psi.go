@@ -29,6 +29,14 @@ type PSI struct {
 // the parser (the scenario2 fixture's cpu.pressure even carries capture-log lines after the
 // kernel's two). A file without a "some" line is an error.
 func ParsePSI(data []byte) (PSI, error) {
+	if p, ok := parsePSIFast(data); ok {
+		return p, nil
+	}
+	return parsePSI(data)
+}
+
+// parsePSI is ParsePSI for any input; parsePSIFast handles what the kernel writes.
+func parsePSI(data []byte) (PSI, error) {
 	var p PSI
 	var hasSome bool
 	for n, line := range lines(data) {
@@ -98,4 +106,89 @@ func parsePSILine(fields [][]byte) (PSILine, error) {
 		}
 	}
 	return l, nil
+}
+
+// parsePSIFast parses a pressure file as the kernel writes it, without allocating. It
+// returns what parsePSI would, or ok false for anything else (a non-ASCII byte, a field
+// other than the four, a repeated field or line, a value parsePSI rejects, no "some" line),
+// which parsePSI then accepts or rejects with its error.
+func parsePSIFast(data []byte) (p PSI, ok bool) {
+	var hasSome bool
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		kind, rest, ok := cutField(line)
+		if !ok {
+			return PSI{}, false
+		}
+		var dst *PSILine
+		switch {
+		case string(kind) == "some" && !hasSome:
+			dst, hasSome = &p.Some, true
+		case string(kind) == "full" && !p.HasFull:
+			dst, p.HasFull = &p.Full, true
+		case string(kind) == "some" || string(kind) == "full":
+			return PSI{}, false // repeated
+		default:
+			continue // not a pressure line (parsePSI ignores it too)
+		}
+		if *dst, ok = parsePSILineFast(rest); !ok {
+			return PSI{}, false
+		}
+	}
+	return p, hasSome
+}
+
+// parsePSILineFast parses the fields after "some" or "full" when they are exactly avg10,
+// avg60, avg300 and total, once each, in any order, with values parsePSILine accepts.
+func parsePSILineFast(rest []byte) (l PSILine, ok bool) {
+	var seen uint8
+	for {
+		var f []byte
+		if f, rest, ok = cutField(rest); !ok {
+			return PSILine{}, false
+		}
+		if len(f) == 0 {
+			break
+		}
+		i := bytes.IndexByte(f, '=')
+		if i < 0 {
+			return PSILine{}, false
+		}
+		key, val := f[:i], f[i+1:]
+		var bit uint8
+		var dst *float64
+		switch string(key) {
+		case "avg10":
+			bit, dst = 1, &l.Avg10
+		case "avg60":
+			bit, dst = 2, &l.Avg60
+		case "avg300":
+			bit, dst = 4, &l.Avg300
+		case "total":
+			bit = 8
+		default:
+			return PSILine{}, false
+		}
+		if seen&bit != 0 {
+			return PSILine{}, false
+		}
+		seen |= bit
+		if dst == nil {
+			if l.TotalUsec, ok = parseDecimal(val); !ok {
+				return PSILine{}, false
+			}
+			continue
+		}
+		v, err := strconv.ParseFloat(string(val), 64)
+		if err != nil || math.IsNaN(v) || v < 0 || v > 100 {
+			return PSILine{}, false
+		}
+		*dst = v
+	}
+	return l, seen == 15
 }

@@ -2,6 +2,9 @@ package cgroup
 
 import (
 	"errors"
+	"fmt"
+	"path"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -209,5 +212,72 @@ func TestParseFlatKeyedTolerates(t *testing.T) {
 	}
 	if want := (PSI{Some: PSILine{Avg10: 0.03, Avg60: 0.02, Avg300: 0.01, TotalUsec: 5}}); p != want {
 		t.Errorf("got %+v, want %+v", p, want)
+	}
+}
+
+// TestScanFlatKeyed: the allocation-free scan the reader uses finds what ParseFlatKeyed
+// finds, and fails as it does, on the inputs where its own scan gives up too.
+func TestScanFlatKeyed(t *testing.T) {
+	var many strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&many, "key%d %d\n", i, i)
+	}
+	many.WriteString("inactive_file 7\n")
+	cases := map[string]struct {
+		in        string
+		want      uint64 // inactive_file
+		wantFound bool
+		errIs     error
+	}{
+		"kernel file":                   {in: string(fixture(t, "1", s1Pod+"/memory.stat")), want: 0, wantFound: true},
+		"tabs, CR, blank lines, no EOL": {in: "\n\tanon 1\r\n\ninactive_file\t 007 ", want: 7, wantFound: true},
+		"largest value":                 {in: "inactive_file 18446744073709551615\n", want: 18446744073709551615, wantFound: true},
+		"absent":                        {in: "anon 1\n"},
+		"empty":                         {in: ""},
+		"no-break space (Unicode)":      {in: "inactive_file\u00a05\n", want: 5, wantFound: true},
+		"more keys than the scan holds": {in: many.String(), want: 7, wantFound: true},
+		"repeated other key":            {in: "anon 1\ninactive_file 2\nanon 3\n", errIs: ErrMalformed},
+		"overflow":                      {in: "inactive_file 18446744073709551616\n", errIs: ErrMalformed},
+		"sign":                          {in: "inactive_file +5\n", errIs: ErrMalformed},
+		"key alone":                     {in: "inactive_file\n", errIs: ErrMalformed},
+		"three fields":                  {in: "inactive_file 5 kB\n", errIs: ErrMalformed},
+		"non-ASCII key":                 {in: "inäctive_file 5\n"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			data := []byte(tc.in)
+			checkScanFlatKeyed(t, data, []string{"inactive_file", "anon"})
+			var v [1]uint64
+			found, err := scanFlatKeyed(data, inactiveFileKey[:], v[:])
+			if !errors.Is(err, tc.errIs) || (err == nil && (v[0] != tc.want || (found == 1) != tc.wantFound)) {
+				t.Errorf("got %d (found %d), %v; want %d (found %v), %v", v[0], found, err, tc.want, tc.wantFound, tc.errIs)
+			}
+		})
+	}
+}
+
+// TestParsersDoNotAllocate: the parsers a sampling cycle runs allocate nothing on what the
+// kernel writes (docs/benchmarks.md, "ballast-node").
+func TestParsersDoNotAllocate(t *testing.T) {
+	files := []struct {
+		scen, rel string
+		parse     func([]byte) error
+	}{
+		{"1", s1Pod + "/memory.stat", drop(ParseMemoryStatInactiveFile)},
+		{"1", s1Ctr + "/memory.max", drop(ParseMemoryMax)},
+		{"2", s2Ctr + "/cpu.stat", drop(ParseCPUStat)},
+		{"2", s2Ctr + "/memory.current", drop(ParseSingleValue)},
+		{"2", s2Ctr + "/memory.events", drop(ParseMemoryEvents)},
+		{"2", s2Ctr + "/cpu.pressure", drop(ParsePSI)},
+		{"2", s2Ctr + "/memory.pressure", drop(ParsePSI)},
+	}
+	for _, f := range files {
+		data, file, parse := fixture(t, f.scen, f.rel), path.Base(f.rel), f.parse
+		if err := parse(data); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = parse(data) }); n != 0 {
+			t.Errorf("%s: %v allocations per parse, want 0", file, n)
+		}
 	}
 }

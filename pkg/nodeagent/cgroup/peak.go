@@ -68,6 +68,7 @@ type PeakTracker struct {
 	last       uint64 // PeakRunningMax: file value at the previous Take (or open)
 	sampled    uint64
 	hasSampled bool
+	buf        [64]byte // for read, kept here so that a read does not allocate
 }
 
 // resetPayload is what is written to memory.peak to reset the descriptor's watermark.
@@ -193,8 +194,8 @@ func (t *PeakTracker) sampledOrZero() uint64 {
 
 // read reads the whole file from offset 0 (a pread restarts a kernfs seq file).
 func (t *PeakTracker) read() (uint64, error) {
-	var buf [64]byte
-	n, err := t.f.ReadAt(buf[:], 0)
+	buf := t.buf[:]
+	n, err := t.f.ReadAt(buf, 0)
 	if err != nil && !(errors.Is(err, io.EOF) && n > 0) {
 		return 0, fmt.Errorf("reading %s: %w", t.name, err)
 	}

@@ -24,7 +24,9 @@ type Options struct {
 
 // Reader reads cgroup files below one root directory (production: /sys/fs/cgroup; tests:
 // a fixture tree). Every name is resolved through os.Root, so nothing outside the root can
-// be reached, whatever a pod UID or container ID says. A Reader is safe for concurrent use.
+// be reached, whatever a pod UID or container ID says; the directories a Collector keeps
+// open are opened through it too, and only files directly inside them are read. A Reader
+// is safe for concurrent use.
 type Reader struct {
 	root    *os.Root
 	dir     string
@@ -175,8 +177,16 @@ func (r *Reader) Cgroup(cgroupPath string) (Location, error) {
 	return Location{}, fmt.Errorf("locating cgroup %q under %s: %w", cgroupPath, r.dir, ErrNotFound)
 }
 
-// readFile reads dir/name below the root, wrapping errors with the file's path.
-func (r *Reader) readFile(dir, name string) ([]byte, error) {
+// fileSource reads the files of a Location's directories: a Reader resolves every path
+// through its root; the Collector reads through the directories it keeps open (openDirs).
+type fileSource interface {
+	// read returns the content of dir/name, dir being the Location's CPUDir or MemoryDir.
+	// The bytes may be reused by the next read.
+	read(dir, name string) ([]byte, error)
+}
+
+// read reads dir/name below the root, wrapping errors with the file's path.
+func (r *Reader) read(dir, name string) ([]byte, error) {
 	p := path.Join(dir, name)
 	b, err := r.root.ReadFile(p)
 	if err != nil {
@@ -186,9 +196,9 @@ func (r *Reader) readFile(dir, name string) ([]byte, error) {
 }
 
 // readParsed reads and parses one file, wrapping parse errors with the file's path.
-func readParsed[T any](r *Reader, dir, name string, parse func([]byte) (T, error)) (T, error) {
+func readParsed[T any](src fileSource, dir, name string, parse func([]byte) (T, error)) (T, error) {
 	var zero T
-	b, err := r.readFile(dir, name)
+	b, err := src.read(dir, name)
 	if err != nil {
 		return zero, err
 	}

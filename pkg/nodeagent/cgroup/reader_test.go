@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -178,6 +179,23 @@ func TestReadSample(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), f) || !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("error %v should name the missing %s", err, f)
 				}
+			}
+
+			// The Collector's open directories read exactly the same, errors included.
+			dirs, derr := r.openDirs(loc, new([]byte))
+			if derr != nil {
+				t.Fatal(derr)
+			}
+			defer dirs.Close()
+			got2, err2 := r.readSample(dirs, loc, t0)
+			if d := cmp.Diff(got, got2); d != "" {
+				t.Errorf("through open directories (-ReadSample +open):\n%s", d)
+			}
+			if fmt.Sprint(err) != fmt.Sprint(err2) || errors.Is(err, os.ErrNotExist) != errors.Is(err2, os.ErrNotExist) {
+				t.Errorf("through open directories: error %v, ReadSample %v", err2, err)
+			}
+			if dirs.stale {
+				t.Error("open directories marked stale, but nothing was recreated")
 			}
 		})
 	}

@@ -41,22 +41,27 @@ type Sample struct {
 // error joins one wrapped error per part that could not (cpu, memory, limit, oom, psi).
 // A missing optional file (PSI, oom_kill on an old v1 kernel) is not an error.
 func (r *Reader) ReadSample(loc Location, now time.Time) (Sample, error) {
+	return r.readSample(r, loc, now)
+}
+
+// readSample is ReadSample reading through src.
+func (r *Reader) readSample(src fileSource, loc Location, now time.Time) (Sample, error) {
 	s := Sample{Time: now}
 	var errs []error
 	if loc.Version != r.version {
 		return s, fmt.Errorf("reading %s: location is cgroup %v, reader is %v", loc.MemoryDir, loc.Version, r.version)
 	}
 	if r.version == V1 {
-		errs = r.readV1(loc, &s)
+		errs = readV1(src, loc, &s)
 	} else {
-		errs = r.readV2(loc, &s)
+		errs = readV2(src, loc, &s)
 	}
 	return s, errors.Join(errs...)
 }
 
-func (r *Reader) readV2(loc Location, s *Sample) []error {
+func readV2(src fileSource, loc Location, s *Sample) []error {
 	var errs []error
-	if st, err := readParsed(r, loc.CPUDir, "cpu.stat", ParseCPUStat); err != nil {
+	if st, err := readParsed(src, loc.CPUDir, "cpu.stat", ParseCPUStat); err != nil {
 		errs = append(errs, err)
 	} else if ns, err := usecToNanos(st.UsageUsec); err != nil {
 		errs = append(errs, fmt.Errorf("reading %s/cpu.stat: %w", loc.CPUDir, err))
@@ -66,23 +71,23 @@ func (r *Reader) readV2(loc Location, s *Sample) []error {
 
 	// memory.current is read before memory.stat: both move, and the kubelet reads them in
 	// this order too. The pair is only used when both parse.
-	cur, err := readParsed(r, loc.MemoryDir, "memory.current", ParseSingleValue)
+	cur, err := readParsed(src, loc.MemoryDir, "memory.current", ParseSingleValue)
 	if err == nil {
-		var st MemoryStat
-		if st, err = readParsed(r, loc.MemoryDir, "memory.stat", ParseMemoryStat); err == nil {
-			s.setMemory(cur, st.InactiveFileBytes)
+		var inactive uint64
+		if inactive, err = readParsed(src, loc.MemoryDir, "memory.stat", ParseMemoryStatInactiveFile); err == nil {
+			s.setMemory(cur, inactive)
 		}
 	}
 	if err != nil {
 		errs = append(errs, err)
 	}
 
-	if limit, err := readParsed(r, loc.MemoryDir, "memory.max", ParseMemoryMax); err != nil {
+	if limit, err := readParsed(src, loc.MemoryDir, "memory.max", ParseMemoryMax); err != nil {
 		errs = append(errs, err)
 	} else {
 		s.MemoryLimitBytes, s.HasMemoryLimit = limit, true
 	}
-	if ev, err := readParsed(r, loc.MemoryDir, "memory.events", ParseMemoryEvents); err != nil {
+	if ev, err := readParsed(src, loc.MemoryDir, "memory.events", ParseMemoryEvents); err != nil {
 		errs = append(errs, err)
 	} else {
 		s.OOMKills, s.HasOOMKills = ev.OOMKill, true
@@ -91,7 +96,7 @@ func (r *Reader) readV2(loc Location, s *Sample) []error {
 		dir, name string
 		dst       **PSI
 	}{{loc.CPUDir, "cpu.pressure", &s.CPUPressure}, {loc.MemoryDir, "memory.pressure", &s.MemoryPressure}} {
-		p, err := readParsed(r, f.dir, f.name, ParsePSI)
+		p, err := readParsed(src, f.dir, f.name, ParsePSI)
 		switch {
 		case err == nil:
 			*f.dst = &p
@@ -102,31 +107,31 @@ func (r *Reader) readV2(loc Location, s *Sample) []error {
 	return errs
 }
 
-func (r *Reader) readV1(loc Location, s *Sample) []error {
+func readV1(src fileSource, loc Location, s *Sample) []error {
 	var errs []error
-	if ns, err := readParsed(r, loc.CPUDir, "cpuacct.usage", ParseSingleValue); err != nil {
+	if ns, err := readParsed(src, loc.CPUDir, "cpuacct.usage", ParseSingleValue); err != nil {
 		errs = append(errs, err)
 	} else {
 		s.CPU, s.HasCPU = CPUCounter{UsageNanos: ns, Time: s.Time}, true
 	}
 
-	usage, err := readParsed(r, loc.MemoryDir, "memory.usage_in_bytes", ParseSingleValue)
+	usage, err := readParsed(src, loc.MemoryDir, "memory.usage_in_bytes", ParseSingleValue)
 	if err == nil {
-		var st MemoryStatV1
-		if st, err = readParsed(r, loc.MemoryDir, "memory.stat", ParseMemoryStatV1); err == nil {
-			s.setMemory(usage, st.TotalInactiveFileBytes)
+		var inactive uint64
+		if inactive, err = readParsed(src, loc.MemoryDir, "memory.stat", ParseMemoryStatV1InactiveFile); err == nil {
+			s.setMemory(usage, inactive)
 		}
 	}
 	if err != nil {
 		errs = append(errs, err)
 	}
 
-	if limit, err := readParsed(r, loc.MemoryDir, "memory.limit_in_bytes", ParseV1Limit); err != nil {
+	if limit, err := readParsed(src, loc.MemoryDir, "memory.limit_in_bytes", ParseV1Limit); err != nil {
 		errs = append(errs, err)
 	} else {
 		s.MemoryLimitBytes, s.HasMemoryLimit = limit, true
 	}
-	if oc, err := readParsed(r, loc.MemoryDir, "memory.oom_control", ParseOOMControl); err != nil {
+	if oc, err := readParsed(src, loc.MemoryDir, "memory.oom_control", ParseOOMControl); err != nil {
 		errs = append(errs, err)
 	} else if oc.HasOOMKill {
 		s.OOMKills, s.HasOOMKills = oc.OOMKill, true
