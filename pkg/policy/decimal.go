@@ -23,6 +23,9 @@ var errNotDecimal = errors.New("not a decimal")
 // ("1", "1.25", ".5", "5."). Exponents, fractions ("6/5"), hex, underscores, spaces and
 // unit suffixes are rejected.
 func ParseDecimal(s string) (Decimal, error) {
+	if len(s) > MaxDecimalLen {
+		return Decimal{}, errNotDecimal
+	}
 	body := strings.TrimLeft(s, "+-")
 	if len(s)-len(body) > 1 {
 		return Decimal{}, errNotDecimal
@@ -45,6 +48,10 @@ func ParseDecimal(s string) (Decimal, error) {
 	}
 	return Decimal{r: new(big.Rat).SetFrac(num, den), scale: scale}, nil
 }
+
+// MaxDecimalLen bounds the length of a decimal string: longer strings are rejected, so a
+// policy cannot make every computation convert a huge number.
+const MaxDecimalLen = 64
 
 // ParsePercentage parses a percentage string: a decimal with an optional trailing "%"
 // ("15%" ≡ "15"). The result is in percent (15, not 0.15).

@@ -139,6 +139,9 @@ func TestParsePositiveDuration(t *testing.T) {
 
 // decimalGrammar is the accepted syntax, stated independently of the parser.
 func decimalGrammar(s string) bool {
+	if len(s) > MaxDecimalLen {
+		return false
+	}
 	s = strings.TrimPrefix(strings.TrimPrefix(s, "+"), "-")
 	if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
 		return false

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -141,6 +142,12 @@ func TestValidate(t *testing.T) {
 				s.Metrics[1].Headroom = "0.0"
 			}),
 			want: validation{false, ReasonInvalidHeadroom, `metrics[1].headroom "0.0": must be a decimal > 0`},
+		},
+		"a headroom longer than the decimal limit is invalid, as the computation would reject it": {
+			spec: withSpec(func(s *ballastv1.ResourcePolicySpec) {
+				s.Metrics[0].Headroom = "1." + strings.Repeat("0", MaxDecimalLen)
+			}),
+			want: validation{false, ReasonInvalidHeadroom, `metrics[0].headroom "1.` + strings.Repeat("0", MaxDecimalLen) + `": must be a decimal > 0`},
 		},
 	}
 	for name, tc := range cases {

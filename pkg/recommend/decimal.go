@@ -3,61 +3,24 @@ package recommend
 import (
 	"errors"
 	"math/big"
-	"strings"
+
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
-// MaxDecimalLen bounds the length of a decimal string; longer strings are rejected so a
-// policy cannot make every computation convert a huge number.
-const MaxDecimalLen = 64
+// MaxDecimalLen bounds the length of a decimal string (the policy package's limit: a
+// policy that validates always computes).
+const MaxDecimalLen = policy.MaxDecimalLen
 
-var (
-	errEmptyDecimal = errors.New("empty decimal")
-	errLongDecimal  = errors.New("decimal too long")
-	errBadDecimal   = errors.New("not a decimal")
-)
-
-// ParseDecimal parses a plain decimal string exactly: an optional sign, digits, and an
-// optional fraction ("1.25", "-0.5", "2", ".5", "3."). Exponents, fractions written a/b,
-// base prefixes, underscores and spaces are rejected. The result is exact, so 1.2 is 6/5
-// and never the nearest float64.
+// ParseDecimal parses a plain decimal string exactly with the policy package's grammar: an
+// optional sign, digits, and an optional fraction ("1.25", "-0.5", "2", ".5", "3.").
+// Exponents, fractions written a/b, base prefixes, underscores and spaces are rejected. The
+// result is exact, so 1.2 is 6/5 and never the nearest float64.
 func ParseDecimal(s string) (*big.Rat, error) {
-	if s == "" {
-		return nil, errEmptyDecimal
+	d, err := policy.ParseDecimal(s)
+	if err != nil {
+		return nil, err
 	}
-	if len(s) > MaxDecimalLen {
-		return nil, errLongDecimal
-	}
-	body, neg := s, false
-	switch body[0] {
-	case '-':
-		neg = true
-		body = body[1:]
-	case '+':
-		body = body[1:]
-	}
-	intPart, fracPart, _ := strings.Cut(body, ".")
-	if intPart == "" && fracPart == "" || !allDigits(intPart) || !allDigits(fracPart) {
-		return nil, errBadDecimal
-	}
-	num, ok := new(big.Int).SetString("0"+intPart+fracPart, 10)
-	if !ok {
-		return nil, errBadDecimal
-	}
-	den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(len(fracPart))), nil)
-	r := new(big.Rat).SetFrac(num, den)
-	if neg {
-		r.Neg(r)
-	}
-	return r, nil
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return d.Rat(), nil
 }
 
 // ParseHeadroom parses metrics[].headroom: blank means 1.0 (the compute-time default),
