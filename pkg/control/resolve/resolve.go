@@ -59,17 +59,19 @@ type Resolver struct {
 	reader client.Reader
 	mu     sync.Mutex
 	cache  map[types.UID]compiled
+	counts map[string]int // memo entries per namespace ("" = cluster policies)
 }
 
 type compiled struct {
 	generation int64
+	namespace  string // "" for a ClusterResourcePolicy
 	policy     *policy.Compiled
 	err        error
 }
 
 // New returns a Resolver reading from r (the manager's cache).
 func New(r client.Reader) *Resolver {
-	return &Resolver{reader: r, cache: map[types.UID]compiled{}}
+	return &Resolver{reader: r, cache: map[types.UID]compiled{}, counts: map[string]int{}}
 }
 
 // Compile returns the compiled policy for an object, memoized by UID and generation; the
@@ -81,15 +83,30 @@ func (r *Resolver) Compile(obj client.Object, compile func() (*policy.Compiled, 
 		return c.policy, c.err
 	}
 	p, err := compile()
-	r.cache[obj.GetUID()] = compiled{generation: obj.GetGeneration(), policy: p, err: err}
+	if _, ok := r.cache[obj.GetUID()]; !ok {
+		r.counts[obj.GetNamespace()]++
+	}
+	r.cache[obj.GetUID()] = compiled{generation: obj.GetGeneration(), namespace: obj.GetNamespace(), policy: p, err: err}
 	return p, err
 }
 
-// Forget drops a deleted policy from the memo.
-func (r *Resolver) Forget(uid types.UID) {
+// prune drops memo entries of namespace ("" = cluster policies) whose policy is gone.
+func (r *Resolver) prune(namespace string, live map[types.UID]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.cache, uid)
+	for uid, c := range r.cache {
+		if c.namespace == namespace && !live[uid] {
+			delete(r.cache, uid)
+			r.counts[namespace]--
+		}
+	}
+}
+
+// size is the number of memo entries of namespace ("" = cluster policies).
+func (r *Resolver) size(namespace string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[namespace]
 }
 
 // Candidates returns the valid compiled policies that may govern pods of namespace.
@@ -99,11 +116,16 @@ func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.
 	if err := r.reader.List(ctx, crps); err != nil {
 		return nil, fmt.Errorf("listing ClusterResourcePolicies: %w", err)
 	}
+	live := make(map[types.UID]bool, len(crps.Items))
 	for i := range crps.Items {
 		p := &crps.Items[i]
+		live[p.UID] = true
 		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileCluster(p) }); err == nil {
 			out = append(out, c)
 		}
+	}
+	if len(live) < r.size("") {
+		r.prune("", live)
 	}
 	if namespace == "" {
 		return out, nil
@@ -112,11 +134,16 @@ func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.
 	if err := r.reader.List(ctx, rps, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing ResourcePolicies of %s: %w", namespace, err)
 	}
+	live = make(map[types.UID]bool, len(rps.Items))
 	for i := range rps.Items {
 		p := &rps.Items[i]
+		live[p.UID] = true
 		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileNamespaced(p) }); err == nil {
 			out = append(out, c)
 		}
+	}
+	if len(live) < r.size(namespace) {
+		r.prune(namespace, live)
 	}
 	return out, nil
 }
