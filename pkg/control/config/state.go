@@ -40,7 +40,6 @@ func (s Snapshot) IdentityLabels() []string {
 type State struct {
 	mu        sync.RWMutex
 	snap      Snapshot
-	configMap bool
 	listeners []func(old, new Snapshot)
 }
 
@@ -67,7 +66,6 @@ func (s *State) OnChange(f func(old, new Snapshot)) {
 func (s *State) update(cfg *ballastv1.BallastConfigSpec, configMap bool) (Snapshot, Snapshot, bool) {
 	s.mu.Lock()
 	old := s.snap
-	s.configMap = configMap
 	next := Snapshot{Config: cfg, KillSwitch: reason(configMap, cfg != nil && cfg.Suspended)}
 	s.snap = next
 	listeners := slices.Clone(s.listeners)

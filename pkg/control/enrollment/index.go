@@ -4,8 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -20,11 +18,4 @@ func IndexPods(ctx context.Context, idx client.FieldIndexer) error {
 		}
 		return nil
 	})
-}
-
-func condStatus(conds []metav1.Condition) string {
-	if c := meta.FindStatusCondition(conds, ballastv1.ConditionValid); c != nil {
-		return string(c.Status)
-	}
-	return ""
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -134,4 +136,11 @@ func (c *Controller) logConstructor() func(*reconcile.Request) logr.Logger {
 		base = *c.log
 	}
 	return logctx.Constructor(base, "enrollment", "Pod")
+}
+
+func condStatus(conds []metav1.Condition) string {
+	if c := meta.FindStatusCondition(conds, ballastv1.ConditionValid); c != nil {
+		return string(c.Status)
+	}
+	return ""
 }

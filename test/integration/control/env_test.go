@@ -283,21 +283,8 @@ func mustCreate(t *testing.T, c client.Client, o client.Object) {
 	}
 }
 
-// eventually polls f until it returns nil or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for {
-		if err = f(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// eventually is harness.Eventually.
+var eventually = harness.Eventually
 
 func stat(wp *ballastv1.WorkloadProfile, container, res string) *ballastv1.UsageStats {
 	for _, c := range wp.Status.Containers {

@@ -229,21 +229,8 @@ func (a *agent) metric(name, match string) (float64, error) {
 	return sum, sc.Err()
 }
 
-// eventually polls f until it succeeds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var err error
-	for {
-		if err = f(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, within, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// eventually is harness.Eventually.
+var eventually = harness.Eventually
 
 // newHash returns a fresh measurementHash (16 lowercase hex digits).
 func newHash() string { return fmt.Sprintf("%016x", rand.Uint64()) }
