@@ -112,8 +112,10 @@ func (r *Resolver) size(namespace string) int {
 // Candidates returns the valid compiled policies that may govern pods of namespace.
 func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.Compiled, error) {
 	var out []*policy.Compiled
+	// The objects are only read (compiling deep-copies the spec), so the cache's own copies
+	// serve: no per-admission copy of every policy.
 	crps := &ballastv1.ClusterResourcePolicyList{}
-	if err := r.reader.List(ctx, crps); err != nil {
+	if err := r.reader.List(ctx, crps, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing ClusterResourcePolicies: %w", err)
 	}
 	live := make(map[types.UID]bool, len(crps.Items))
@@ -131,7 +133,7 @@ func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.
 		return out, nil
 	}
 	rps := &ballastv1.ResourcePolicyList{}
-	if err := r.reader.List(ctx, rps, client.InNamespace(namespace)); err != nil {
+	if err := r.reader.List(ctx, rps, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing ResourcePolicies of %s: %w", namespace, err)
 	}
 	live = make(map[types.UID]bool, len(rps.Items))
