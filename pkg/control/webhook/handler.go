@@ -43,7 +43,7 @@ type Handler struct {
 	reader   client.Reader // the manager's cache
 	state    *config.State
 	resolver *resolve.Resolver
-	metrics  *metrics.Metrics
+	metrics  *Metrics
 	decoder  admission.Decoder
 	dryRun   bool // --dry-run apply or all
 	log      logr.Logger
@@ -51,7 +51,7 @@ type Handler struct {
 
 // New returns the handler. dryRun is true for --dry-run apply and all.
 func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *resolve.Resolver,
-	m *metrics.Metrics, dryRun bool, log logr.Logger) *Handler {
+	m *Metrics, dryRun bool, log logr.Logger) *Handler {
 	return &Handler{reader: reader, state: state, resolver: r, metrics: m,
 		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log}
 }
@@ -85,8 +85,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	// 3. Kill switch: admit unchanged, no annotation either.
 	if snap.Active() {
 		h.count(ResultKillSwitch, ns)
-		h.metrics.KillSwitchSuppress.WithLabelValues("admission").Inc()
-		log.Info("warning: kill switch active, admitting pod unchanged", "kill_switch", true, "kill_switch_reason", snap.KillSwitch, "action", "admission")
+		h.state.Suppress(log, snap, config.ActionAdmission, "kill switch active, admitting pod unchanged")
 		return admission.Allowed("ballast: kill switch active")
 	}
 	// 5. Without BallastConfig no identity exists.
@@ -136,7 +135,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	}
 	result := sizing.Admission(pod, recs, sizing.ManagedFromMetrics(b.Policy.Spec.Metrics))
 	for _, c := range result.Clamps {
-		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, ns, "admission", b.ProfileName).Inc()
+		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, ns, metrics.PhaseAdmission, b.ProfileName).Inc()
 		log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,
 			"recommended", c.Recommended.String(), "limit", c.Limit.String(), "written", c.Written.String())
 	}

@@ -1,4 +1,4 @@
-package profiles
+package store
 
 import (
 	"context"
@@ -7,26 +7,34 @@ import (
 
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
-	"github.com/ballastk8s/ballast/pkg/store"
 )
 
-// StoreAdapter reads profiles through a store.Reader. It connects lazily, so the control
-// plane starts and keeps serving while the store is unreachable, and rebuilds the Reader
-// when the retention window changes, since the store layout depends on it.
-type StoreAdapter struct {
+// ProfileSeries is one profile's history as read from the store, in the shape the
+// recommendation inputs take.
+type ProfileSeries struct {
+	Containers []recommend.ContainerInput
+	Pod        map[string]recommend.Distribution
+	OOMs       []recommend.OOMEvent
+}
+
+// ProfileReader is the control plane's view of the store: a profile's merged series and
+// OOM events, and purge. It connects lazily, so the control plane starts and keeps serving
+// while the store is unreachable, and rebuilds its Reader when the retention window
+// changes, since the store layout depends on it.
+type ProfileReader struct {
 	url string
 
 	mu        sync.Mutex
-	client    *store.Client
-	reader    *store.Reader
+	client    *Client
+	reader    *Reader
 	retention time.Duration
 }
 
-// NewStoreAdapter returns an adapter for the store at url (redis:// or rediss://).
-func NewStoreAdapter(url string) *StoreAdapter { return &StoreAdapter{url: url} }
+// NewProfileReader returns a reader for the store at url (redis:// or rediss://).
+func NewProfileReader(url string) *ProfileReader { return &ProfileReader{url: url} }
 
 // Close releases the connection.
-func (s *StoreAdapter) Close() {
+func (s *ProfileReader) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.client != nil {
@@ -34,9 +42,9 @@ func (s *StoreAdapter) Close() {
 	}
 }
 
-func (s *StoreAdapter) connect() (*store.Client, error) {
+func (s *ProfileReader) connect() (*Client, error) {
 	if s.client == nil {
-		c, err := store.Open(s.url)
+		c, err := Open(s.url)
 		if err != nil {
 			return nil, err
 		}
@@ -45,14 +53,14 @@ func (s *StoreAdapter) connect() (*store.Client, error) {
 	return s.client, nil
 }
 
-func (s *StoreAdapter) readerFor(retention time.Duration) (*store.Reader, error) {
+func (s *ProfileReader) readerFor(retention time.Duration) (*Reader, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.connect(); err != nil {
 		return nil, err
 	}
 	if s.reader == nil || s.retention != retention {
-		r, err := store.NewReader(s.client, series.DefaultLayout(retention))
+		r, err := NewReader(s.client, series.DefaultLayout(retention))
 		if err != nil {
 			return nil, err
 		}
@@ -62,17 +70,17 @@ func (s *StoreAdapter) readerFor(retention time.Duration) (*store.Reader, error)
 }
 
 // Read merges a profile's series and its OOM stream.
-func (s *StoreAdapter) Read(ctx context.Context, hash string, now time.Time, retention time.Duration) (Series, error) {
+func (s *ProfileReader) Read(ctx context.Context, hash string, now time.Time, retention time.Duration) (ProfileSeries, error) {
 	r, err := s.readerFor(retention)
 	if err != nil {
-		return Series{}, err
+		return ProfileSeries{}, err
 	}
 	hs, err := r.Read(ctx, hash, now)
 	if err != nil {
-		return Series{}, err
+		return ProfileSeries{}, err
 	}
 	byName := map[string]*recommend.ContainerInput{}
-	out := Series{Pod: map[string]recommend.Distribution{}}
+	out := ProfileSeries{Pod: map[string]recommend.Distribution{}}
 	for id, h := range hs {
 		if id.Container == "" {
 			if id.Signal == series.SignalUsage {
@@ -97,7 +105,7 @@ func (s *StoreAdapter) Read(ctx context.Context, hash string, now time.Time, ret
 	}
 	ooms, err := r.ReadOOM(ctx, hash, "")
 	if err != nil {
-		return Series{}, err
+		return ProfileSeries{}, err
 	}
 	cutoff := now.Add(-retention)
 	for _, o := range ooms {
@@ -111,7 +119,7 @@ func (s *StoreAdapter) Read(ctx context.Context, hash string, now time.Time, ret
 }
 
 // Commands is the number of store commands sent by reads so far (for benchmarks and metrics).
-func (s *StoreAdapter) Commands() int64 {
+func (s *ProfileReader) Commands() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.reader == nil {
@@ -121,7 +129,7 @@ func (s *StoreAdapter) Commands() int64 {
 }
 
 // Purge deletes every key of a profile hash.
-func (s *StoreAdapter) Purge(ctx context.Context, hash string) error {
+func (s *ProfileReader) Purge(ctx context.Context, hash string) error {
 	s.mu.Lock()
 	c, err := s.connect()
 	r := s.reader
