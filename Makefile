@@ -31,9 +31,10 @@ verify: generate ## regenerate everything and fail if the tree changed
 	@$(GO) mod tidy -diff
 
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and the dependency-direction check (hack/checkdeps)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
+	$(GO) run ./hack/checkdeps
 
 .PHONY: test
 test: tools ## run every test against the real servers (builds the tools first)
