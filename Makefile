@@ -42,7 +42,7 @@ test: tools ## run every test against the real servers (builds the tools first)
 
 .PHONY: bench
 bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./pkg/store/ ./test/bench/ ./test/integration/nodeagent/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/integration/store/ ./test/bench/ ./test/integration/nodeagent/
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./pkg/nodeagent/agent/
 
 .PHONY: demo

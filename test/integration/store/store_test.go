@@ -1,8 +1,9 @@
-package store
+package store_test
 
 import (
 	"context"
 	"errors"
+	"github.com/ballastk8s/ballast/pkg/store"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -36,7 +37,7 @@ func gen(id series.SeriesID) func(*rand.Rand) float64 {
 // once, window after window, each over its own connection; the reader must return exactly
 // the merge of everything they wrote — before and after compaction, warm and cold.
 func TestConcurrentWriters(t *testing.T) {
-	eachServer(t, func(t *testing.T, ctx context.Context, c *Client, url string) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, url string) {
 		l := series.DefaultLayout(168 * time.Hour)
 		p := newProfile()
 		now := time.Now()
@@ -47,7 +48,7 @@ func TestConcurrentWriters(t *testing.T) {
 		errs := make(chan error, nodes)
 		for node := 0; node < nodes; node++ {
 			nc := open(t, url)
-			w, err := NewWriter(nc, l)
+			w, err := store.NewWriter(nc, l)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +81,7 @@ func TestConcurrentWriters(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		warm, err := NewReader(c, l)
+		warm, err := store.NewReader(c, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,18 +115,18 @@ func TestConcurrentWriters(t *testing.T) {
 	})
 }
 
-func mustReader(t *testing.T, c *Client, l series.Layout) *Reader {
+func mustReader(t *testing.T, c *store.Client, l series.Layout) *store.Reader {
 	t.Helper()
-	r, err := NewReader(c, l)
+	r, err := store.NewReader(c, l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func mustWriter(t *testing.T, c *Client, l series.Layout) *Writer {
+func mustWriter(t *testing.T, c *store.Client, l series.Layout) *store.Writer {
 	t.Helper()
-	w, err := NewWriter(c, l)
+	w, err := store.NewWriter(c, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func mustWriter(t *testing.T, c *Client, l series.Layout) *Writer {
 // TestRetention writes windows inside and outside a 4h retention window: only the retained
 // ones count, and every key carries an expiry at its data's end plus retention plus slack.
 func TestRetention(t *testing.T) {
-	eachServer(t, func(t *testing.T, ctx context.Context, c *Client, url string) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, url string) {
 		l := series.DefaultLayout(4 * time.Hour) // 5m windows, 1h rollups, TTL 5h
 		p := newProfile()
 		id := seriesOf(p)[0]
@@ -192,7 +193,7 @@ func TestRetention(t *testing.T) {
 				t.Errorf("%s: ttl %v, want about 5h", k, ttl)
 			}
 		}
-		pending, err := c.c.Do(ctx, c.c.B().Smembers().Key(series.PendingKey(p)).Build()).AsStrSlice()
+		pending, err := c.Raw().Do(ctx, c.Raw().B().Smembers().Key(series.PendingKey(p)).Build()).AsStrSlice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +206,7 @@ func TestRetention(t *testing.T) {
 // TestFlushErrors: invalid updates are refused before anything is sent; a window the server
 // refuses fails alone and is reported by index.
 func TestFlushErrors(t *testing.T) {
-	eachServer(t, func(t *testing.T, ctx context.Context, c *Client, url string) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, url string) {
 		l := series.DefaultLayout(0)
 		p := newProfile()
 		ids := seriesOf(p)
@@ -228,16 +229,16 @@ func TestFlushErrors(t *testing.T) {
 			t.Fatalf("a refused flush wrote %v", keys)
 		}
 		// Make the window of ids[1] a string: the server refuses that update only.
-		if err := c.c.Do(ctx, c.c.B().Set().Key(series.WindowKey(ids[1], start)).Value("x").Build()).Error(); err != nil {
+		if err := c.Raw().Do(ctx, c.Raw().B().Set().Key(series.WindowKey(ids[1], start)).Value("x").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		batch := []series.WindowUpdate{
 			{Series: ids[0], Start: start, Hist: h}, {Series: ids[1], Start: start, Hist: h}, {Series: ids[2], Start: start, Hist: h},
 		}
 		err := w.Flush(ctx, batch)
-		var fe *FlushError
+		var fe *store.FlushError
 		if !errors.As(err, &fe) || !cmp.Equal(fe.Failed, []int{1}) {
-			t.Fatalf("Flush = %v, want a FlushError naming update 1", err)
+			t.Fatalf("Flush = %v, want a store.FlushError naming update 1", err)
 		}
 		// The refused window was never recorded, so readers do not trip over the foreign key.
 		got, err := mustReader(t, c, l).Read(ctx, p, time.Now())

@@ -1,8 +1,9 @@
-package store
+package store_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/ballastk8s/ballast/pkg/store"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -18,7 +19,7 @@ var servers = map[string]func() string{
 }
 
 // eachServer runs f against a fresh client of each deployment; url opens more clients.
-func eachServer(t *testing.T, f func(t *testing.T, ctx context.Context, c *Client, url string)) {
+func eachServer(t *testing.T, f func(t *testing.T, ctx context.Context, c *store.Client, url string)) {
 	for name, url := range servers {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -29,9 +30,9 @@ func eachServer(t *testing.T, f func(t *testing.T, ctx context.Context, c *Clien
 	}
 }
 
-func open(t testing.TB, url string) *Client {
+func open(t testing.TB, url string) *store.Client {
 	t.Helper()
-	c, err := Open(url)
+	c, err := store.Open(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +44,10 @@ func open(t testing.TB, url string) *Client {
 func newProfile() string { return fmt.Sprintf("%016x", rand.Uint64()) }
 
 // scanKeys lists the keys matching pattern on every node.
-func scanKeys(t testing.TB, ctx context.Context, c *Client, pattern string) []string {
+func scanKeys(t testing.TB, ctx context.Context, c *store.Client, pattern string) []string {
 	t.Helper()
 	seen := map[string]bool{}
-	for _, n := range c.c.Nodes() {
+	for _, n := range c.Raw().Nodes() {
 		var cursor uint64
 		for {
 			e, err := n.Do(ctx, n.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
@@ -70,9 +71,9 @@ func scanKeys(t testing.TB, ctx context.Context, c *Client, pattern string) []st
 }
 
 // pttl returns the remaining time to live of key (-1: no expiry, -2: missing).
-func pttl(t testing.TB, ctx context.Context, c *Client, key string) time.Duration {
+func pttl(t testing.TB, ctx context.Context, c *store.Client, key string) time.Duration {
 	t.Helper()
-	ms, err := c.c.Do(ctx, c.c.B().Pttl().Key(key).Build()).AsInt64()
+	ms, err := c.Raw().Do(ctx, c.Raw().B().Pttl().Key(key).Build()).AsInt64()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-package store
+package store_test
 
 import (
 	"context"
+	"github.com/ballastk8s/ballast/pkg/store"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 
 // history writes windows of every series from ago up to the window holding now and returns
 // what it wrote, merged per series.
-func history(t *testing.T, ctx context.Context, w *Writer, l series.Layout, ids []series.SeriesID, now time.Time, ago time.Duration, r *rand.Rand) map[series.SeriesID]*series.Histogram {
+func history(t *testing.T, ctx context.Context, w *store.Writer, l series.Layout, ids []series.SeriesID, now time.Time, ago time.Duration, r *rand.Rand) map[series.SeriesID]*series.Histogram {
 	t.Helper()
 	want := map[series.SeriesID]*series.Histogram{}
 	var batch []series.WindowUpdate
@@ -44,8 +45,8 @@ func openWindows(l series.Layout, now time.Time) int {
 	return n
 }
 
-func delta(a, b ReaderStats) ReaderStats {
-	return ReaderStats{
+func delta(a, b store.ReaderStats) store.ReaderStats {
+	return store.ReaderStats{
 		Commands: b.Commands - a.Commands, WindowsRead: b.WindowsRead - a.WindowsRead, RollupsRead: b.RollupsRead - a.RollupsRead,
 		Compacted: b.Compacted - a.Compacted, Reloads: b.Reloads - a.Reloads,
 	}
@@ -54,7 +55,7 @@ func delta(a, b ReaderStats) ReaderStats {
 // TestReaderCache: once warm, a read costs a fixed number of commands and fetches only the
 // open windows; late writes into closed windows, new samples and new series still show up.
 func TestReaderCache(t *testing.T) {
-	eachServer(t, func(t *testing.T, ctx context.Context, c *Client, _ string) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
 		l := series.DefaultLayout(168 * time.Hour)
 		p := newProfile()
 		ids := seriesOf(p)
@@ -63,7 +64,7 @@ func TestReaderCache(t *testing.T) {
 		w := mustWriter(t, c, l)
 		want := history(t, ctx, w, l, ids, now, 2*time.Hour, r)
 		rd := mustReader(t, c, l)
-		read := func(name string, at time.Time) ReaderStats {
+		read := func(name string, at time.Time) store.ReaderStats {
 			t.Helper()
 			before := rd.Stats()
 			got, err := rd.Read(ctx, p, at)
@@ -81,7 +82,7 @@ func TestReaderCache(t *testing.T) {
 		}
 		open := int64(openWindows(l, now) * len(ids))
 		// Warm: SMEMBERS + GET of the epoch, then one script call over the pending windows.
-		wantWarm := ReaderStats{Commands: 3, WindowsRead: open}
+		wantWarm := store.ReaderStats{Commands: 3, WindowsRead: open}
 		if diff := cmp.Diff(wantWarm, read("warm read", now)); diff != "" {
 			t.Errorf("warm read issued (-want +got):\n%s", diff)
 		}
@@ -106,7 +107,7 @@ func TestReaderCache(t *testing.T) {
 		if err := w.Flush(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
-		wantChanged := ReaderStats{Commands: 3, WindowsRead: open + 1, RollupsRead: 1, Compacted: 1}
+		wantChanged := store.ReaderStats{Commands: 3, WindowsRead: open + 1, RollupsRead: 1, Compacted: 1}
 		if diff := cmp.Diff(wantChanged, read("read after new samples", now)); diff != "" {
 			t.Errorf("read after new samples issued (-want +got):\n%s", diff)
 		}
@@ -126,7 +127,7 @@ func TestReaderCache(t *testing.T) {
 		if len(got) != len(idleIDs) {
 			t.Errorf("idle profile: %d series, want %d", len(got), len(idleIDs))
 		}
-		if diff := cmp.Diff(ReaderStats{Commands: 2}, delta(before, rd.Stats())); diff != "" {
+		if diff := cmp.Diff(store.ReaderStats{Commands: 2}, delta(before, rd.Stats())); diff != "" {
 			t.Errorf("warm read of an idle profile issued (-want +got):\n%s", diff)
 		}
 	})
@@ -135,7 +136,7 @@ func TestReaderCache(t *testing.T) {
 // TestConcurrentReaders: when another reader compacts, a reader notices by the epoch and
 // reloads the profile's rollups instead of double counting or missing windows.
 func TestConcurrentReaders(t *testing.T) {
-	eachServer(t, func(t *testing.T, ctx context.Context, c *Client, _ string) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
 		l := series.DefaultLayout(168 * time.Hour)
 		p := newProfile()
 		now := time.Now()
@@ -143,7 +144,7 @@ func TestConcurrentReaders(t *testing.T) {
 		w := mustWriter(t, c, l)
 		want := history(t, ctx, w, l, seriesOf(p), now, time.Hour, r)
 		a, b := mustReader(t, c, l), mustReader(t, c, l)
-		for _, rd := range []*Reader{a, b, a} {
+		for _, rd := range []*store.Reader{a, b, a} {
 			got, err := rd.Read(ctx, p, now)
 			if err != nil {
 				t.Fatal(err)

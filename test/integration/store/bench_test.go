@@ -1,8 +1,9 @@
-package store
+package store_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/ballastk8s/ballast/pkg/store"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -65,7 +66,7 @@ func BenchmarkStorage(b *testing.B) {
 
 type dayResult struct{ raw, windows, hist float64 }
 
-func measureDays(b *testing.B, ctx context.Context, c *Client, days int, gen func(*rand.Rand, time.Time) float64) dayResult {
+func measureDays(b *testing.B, ctx context.Context, c *store.Client, days int, gen func(*rand.Rand, time.Time) float64) dayResult {
 	const nSeries, interval = 4, 10 * time.Second
 	// Two weeks of retention keep every simulated window alive; the layout (5m windows,
 	// daily rollups) is the default one.
@@ -111,7 +112,7 @@ func measureDays(b *testing.B, ctx context.Context, c *Client, days int, gen fun
 		key := fmt.Sprintf("bench-raw:{%s}:%d", compacted, s)
 		rawKeys = append(rawKeys, key)
 		for lo := 0; lo < len(vals); lo += 1000 {
-			if err := c.c.Do(ctx, c.c.B().Rpush().Key(key).Element(vals[lo:min(lo+1000, len(vals))]...).Build()).Error(); err != nil {
+			if err := c.Raw().Do(ctx, c.Raw().B().Rpush().Key(key).Element(vals[lo:min(lo+1000, len(vals))]...).Build()).Error(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -127,19 +128,19 @@ func measureDays(b *testing.B, ctx context.Context, c *Client, days int, gen fun
 			b.Fatal(err)
 		}
 	}
-	if err := c.c.Do(ctx, c.c.B().Del().Key(rawKeys...).Build()).Error(); err != nil {
+	if err := c.Raw().Do(ctx, c.Raw().B().Del().Key(rawKeys...).Build()).Error(); err != nil {
 		b.Fatal(err)
 	}
 	return res
 }
 
-func memoryUsage(b *testing.B, ctx context.Context, c *Client, keys []string) int64 {
+func memoryUsage(b *testing.B, ctx context.Context, c *store.Client, keys []string) int64 {
 	cmds := make(valkey.Commands, len(keys))
 	for i, k := range keys {
-		cmds[i] = c.c.B().MemoryUsage().Key(k).Samples(0).Build()
+		cmds[i] = c.Raw().B().MemoryUsage().Key(k).Samples(0).Build()
 	}
 	var total int64
-	for _, r := range c.c.DoMulti(ctx, cmds...) {
+	for _, r := range c.Raw().DoMulti(ctx, cmds...) {
 		n, err := r.AsInt64()
 		if err != nil {
 			b.Fatal(err)
@@ -216,16 +217,16 @@ func BenchmarkReadWarm(b *testing.B) {
 	}
 }
 
-func mustWriterB(b *testing.B, c *Client, l series.Layout) *Writer {
-	w, err := NewWriter(c, l)
+func mustWriterB(b *testing.B, c *store.Client, l series.Layout) *store.Writer {
+	w, err := store.NewWriter(c, l)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return w
 }
 
-func mustReaderB(b *testing.B, c *Client, l series.Layout) *Reader {
-	r, err := NewReader(c, l)
+func mustReaderB(b *testing.B, c *store.Client, l series.Layout) *store.Reader {
+	r, err := store.NewReader(c, l)
 	if err != nil {
 		b.Fatal(err)
 	}

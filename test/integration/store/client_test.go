@@ -1,8 +1,9 @@
-package store
+package store_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/ballastk8s/ballast/pkg/store"
 	"strconv"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestPipelinedRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			c, err := Open(url())
+			c, err := store.Open(url())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,11 +45,11 @@ func TestPipelinedRoundTrip(t *testing.T) {
 				key := fmt.Sprintf("%s:{series-%d}:w", prefix, k)
 				for f := 0; f < fields; f++ {
 					cmds = append(cmds,
-						c.c.B().Hincrby().Key(key).Field("b"+strconv.Itoa(f)).Increment(int64(k+f)).Build(),
-						c.c.B().Hincrbyfloat().Key(key).Field("sum").Increment(0.5).Build())
+						c.Raw().B().Hincrby().Key(key).Field("b"+strconv.Itoa(f)).Increment(int64(k+f)).Build(),
+						c.Raw().B().Hincrbyfloat().Key(key).Field("sum").Increment(0.5).Build())
 				}
 			}
-			for i, r := range c.c.DoMulti(ctx, cmds...) {
+			for i, r := range c.Raw().DoMulti(ctx, cmds...) {
 				if err := r.Error(); err != nil {
 					t.Fatalf("command %d: %v", i, err)
 				}
@@ -56,7 +57,7 @@ func TestPipelinedRoundTrip(t *testing.T) {
 			slots := map[int64]bool{}
 			for k := 0; k < keys; k++ {
 				key := fmt.Sprintf("%s:{series-%d}:w", prefix, k)
-				got, err := c.c.Do(ctx, c.c.B().Hgetall().Key(key).Build()).AsStrMap()
+				got, err := c.Raw().Do(ctx, c.Raw().B().Hgetall().Key(key).Build()).AsStrMap()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -68,7 +69,7 @@ func TestPipelinedRoundTrip(t *testing.T) {
 				if got["sum"] != "2.5" {
 					t.Errorf("%s sum = %q, want 2.5", key, got["sum"])
 				}
-				slot, err := c.c.Do(ctx, c.c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
+				slot, err := c.Raw().Do(ctx, c.Raw().B().ClusterKeyslot().Key(key).Build()).AsInt64()
 				if err == nil {
 					slots[slot*3/16384] = true
 				}

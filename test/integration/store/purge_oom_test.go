@@ -1,8 +1,9 @@
-package store
+package store_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/ballastk8s/ballast/pkg/store"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // TestPurge fills every kind of key of a profile — windows, rollups, index, sets, epoch,
 // OOM stream — and checks that Purge leaves none of them and touches no other profile.
 func TestPurge(t *testing.T) {
-	eachServer(t, func(t *testing.T, ctx context.Context, c *Client, _ string) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
 		l := series.DefaultLayout(168 * time.Hour)
 		p, other := newProfile(), newProfile()
 		now := time.Now()
@@ -75,7 +76,7 @@ func oomEvent(at time.Time) series.OOMEvent {
 // TestOOMStream: events come back in order, reading resumes after a given ID, the stream
 // expires with the retention and stays capped near OOMMaxLen.
 func TestOOMStream(t *testing.T) {
-	eachServer(t, func(t *testing.T, ctx context.Context, c *Client, _ string) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
 		l := series.DefaultLayout(168 * time.Hour)
 		l.OOMMaxLen = 10
 		p := newProfile()
@@ -92,7 +93,7 @@ func TestOOMStream(t *testing.T) {
 			}
 			want, ids = append(want, ev), append(ids, id)
 		}
-		events := func(recs []OOMRecord) (evs []series.OOMEvent, ids []string) {
+		events := func(recs []store.OOMRecord) (evs []series.OOMEvent, ids []string) {
 			for _, r := range recs {
 				evs, ids = append(evs, r.Event), append(ids, r.ID)
 			}
@@ -131,7 +132,7 @@ func TestOOMStream(t *testing.T) {
 		}
 		// MAXLEN ~ trims whole stream nodes (100 entries by default), so the length stays
 		// below the cap plus one node.
-		n, err := c.c.Do(ctx, c.c.B().Xlen().Key(series.OOMKey(p)).Build()).AsInt64()
+		n, err := c.Raw().Do(ctx, c.Raw().B().Xlen().Key(series.OOMKey(p)).Build()).AsInt64()
 		if err != nil {
 			t.Fatal(err)
 		}
