@@ -91,8 +91,10 @@ func TestKillSwitchSuppressionsAtWarn(t *testing.T) {
 
 	const reason = "ConfigMap " + ballastv1.KillSwitchConfigMap
 	var name string
+	n := 0
 	harness.Eventually(t, 30*time.Second, "an admission suppressed by the kill switch", func() error {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "team",
+		n++ // the webhook sees no generated name yet, so every pod gets its own
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", n), Namespace: "team",
 			Labels: map[string]string{"app": "shop", ballastv1.ModeLabel: ballastv1.ModeApply}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app:1"}}}}
 		if err := srv.Kube.Client.Create(ctx, pod); err != nil {
