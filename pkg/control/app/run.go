@@ -120,7 +120,7 @@ func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App,
 	if deps.Events == nil {
 		deps.Events = events.New(mgr.GetEventRecorderFor(ballastv1.EventComponent)) //nolint:staticcheck // core v1 Events (SPEC §11.3)
 	}
-	deps.Resolver = resolve.New(mgr.GetCache())
+	deps.Resolver = resolve.New(mgr.GetCache()).WithLogger(deps.log(ComponentWebhook).WithName("resolve"))
 	ctrl.Log.Info("starting ballast-control", "dry_run", o.DryRun, "operatorNamespace", o.OperatorNamespace,
 		"leaderElect", o.LeaderElect, "webhookCertMode", o.WebhookCertMode)
 	cs, err := Register(ctx, mgr, o, deps)
