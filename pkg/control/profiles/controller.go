@@ -63,7 +63,7 @@ func (c *Controller) Gone(_ context.Context, key types.NamespacedName) (reconcil
 // Reconcile runs one pass over one profile: count its pods, keep Orphaned, delete it after
 // the orphan TTL, compute statistics, and patch the status when it changed materially.
 func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfile) (reconcile.Result, error) {
-	ctx = logr.NewContext(ctx, c.log.WithValues("profile", wp.Name))
+	ctx = logr.NewContext(ctx, c.log)
 	if !wp.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, c.finalize(ctx, wp)
 	}
@@ -86,7 +86,7 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 	}
 	interval, err := c.compute(ctx, wp, next, snap, now)
 	if err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "computing profile statistics; keeping the last recommendations")
+		logr.FromContextOrDiscard(ctx).Error(err, "computing profile statistics; keeping the last recommendations", "profile", wp.Name)
 		interval = c.retry
 	}
 	if requeue == 0 || (interval > 0 && interval < requeue) {

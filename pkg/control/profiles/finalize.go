@@ -35,7 +35,7 @@ func (c *Controller) finalize(ctx context.Context, wp *ballastv1.WorkloadProfile
 	}
 	c.metrics.Purged.Inc()
 	c.forget(wp.Name)
-	logr.FromContextOrDiscard(ctx).Info("purged profile", "measurementHash", hash, "sharedHash", shared)
+	logr.FromContextOrDiscard(ctx).Info("purged profile", "profile", wp.Name, "measurementHash", hash, "sharedHash", shared)
 	return nil
 }
 

@@ -45,7 +45,7 @@ func (c *Controller) expire(ctx context.Context, wp *ballastv1.WorkloadProfile, 
 	if age < ttl {
 		return false, ttl - age, nil
 	}
-	logr.FromContextOrDiscard(ctx).Info("deleting orphaned profile", "orphanTTL", ttl.String())
+	logr.FromContextOrDiscard(ctx).Info("deleting orphaned profile", "profile", wp.Name, "orphanTTL", ttl.String())
 	if err := c.client.Delete(ctx, wp); err != nil && !apierrors.IsNotFound(err) {
 		return false, 0, err
 	}
