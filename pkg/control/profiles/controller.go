@@ -100,5 +100,6 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 
 func (c *Controller) forget(name string) { c.metrics.forget(name) }
 
-// clearState removes the profile's series of the ballast_profiles gauge.
+// clearState removes the profile's series of the ballast_profiles gauge (compute.go's
+// helper before metrics.setState; kept for its callers).
 func (c *Controller) clearState(name string) { c.metrics.clearState(name) }
