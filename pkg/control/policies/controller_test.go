@@ -198,3 +198,27 @@ func TestMinTimeSpanBeyondRetentionWarns(t *testing.T) {
 		t.Errorf("lines = %v, want one warn", got)
 	}
 }
+
+func TestNamespacedPolicyNamedWithItsNamespace(t *testing.T) {
+	f := newFixture(t, metricsSource("km"))
+	rp := &ballastv1.ResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "team", Generation: 1},
+		Spec: ballastv1.ResourcePolicySpec{Metrics: []ballastv1.MetricSpec{{Resource: "gpu", Field: "request", Source: "km", Aggregation: "p90"}}}}
+	if err := f.c.Create(context.Background(), rp); err != nil {
+		t.Fatal(err)
+	}
+	ctrl := NewNamespaced(clocktesting.NewFakeClock(time.Unix(1e9, 0)), f.c, config.NewState(nil), f.m, nil, logging.New("info", "json", f.logs))
+	obj := ctrl.NewObject()
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(rp), obj); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctrl.Reconcile(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	got := lines(t, f.logs, "invalid policy")
+	if len(got) != 1 || got[0]["policy"] != "team/bad" || got[0]["kind"] != ballastv1.KindResourcePolicy || got[0]["reason"] != "InvalidResource" {
+		t.Errorf("lines = %v", got)
+	}
+	if n := testutil.ToFloat64(f.m.Invalid.WithLabelValues(ballastv1.KindResourcePolicy, "team", "bad", "InvalidResource")); n != 1 {
+		t.Errorf("gauge = %v", n)
+	}
+}
