@@ -80,6 +80,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	old, next, changed := c.state.update(spec, configMap)
 	c.checkConfig(spec)
+	c.log.V(1).Info("config checked", "present", spec != nil, "resourceVersion", cfg.ResourceVersion, "kill_switch", next.Active())
 	if !changed {
 		return nil
 	}

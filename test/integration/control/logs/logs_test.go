@@ -194,3 +194,49 @@ func TestPolicyProblemsOncePerChange(t *testing.T) {
 	touch(unknown, func(p *ballastv1.ClusterResourcePolicy) { p.Spec.Metrics = metrics("another-missing-source") })
 	p.waitLines(t, "a different unknown source logged", 2, unknownSrc)
 }
+
+// TestConfigProblemsOncePerChange: an unusable retentionWindow in BallastConfig logs one
+// warn line; another reconcile of the same BallastConfig logs nothing new; fixing it and
+// breaking it again logs again (SPEC §11.4).
+func TestConfigProblemsOncePerChange(t *testing.T) {
+	ctx := context.Background()
+	c := srv.Kube.Client
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster(t, port)
+	cfg := &ballastv1.BallastConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Name: ballastv1.BallastConfigName}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	set := func(mod func(*ballastv1.BallastConfig)) string {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(cfg.DeepCopy())
+		mod(cfg)
+		if err := c.Patch(ctx, cfg, patch); err != nil {
+			t.Fatal(err)
+		}
+		return cfg.ResourceVersion
+	}
+	set(func(b *ballastv1.BallastConfig) { b.Spec.RetentionWindow = "a week" })
+	defer set(func(b *ballastv1.BallastConfig) { b.Spec.RetentionWindow = "168h" })
+	p := startControl(t, port, "--log-level", "debug")
+	bad := msg("unusable retentionWindow", "retentionWindow", "a week")
+	line := p.waitLines(t, "unusable retentionWindow logged", 1, bad)[0]
+	if line["level"] != "warn" || line["logger"] != "config" {
+		t.Errorf("line = %v", line)
+	}
+	rv := set(func(b *ballastv1.BallastConfig) { b.Labels = map[string]string{"touched": "yes"} })
+	p.waitLines(t, "BallastConfig reconciled again", 1, msg("config checked", "resourceVersion", rv))
+	if n := len(p.logs.lines(bad)); n != 1 {
+		t.Errorf("logged %d times after another reconcile, want 1", n)
+	}
+	rv = set(func(b *ballastv1.BallastConfig) { b.Spec.RetentionWindow = "72h" })
+	p.waitLines(t, "fixed BallastConfig reconciled", 1, msg("config checked", "resourceVersion", rv))
+	set(func(b *ballastv1.BallastConfig) { b.Spec.RetentionWindow = "a week" })
+	p.waitLines(t, "re-broken retentionWindow logged again", 2, bad)
+}
