@@ -15,9 +15,9 @@ import (
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
@@ -30,7 +30,7 @@ const benchPods, benchContainers = 110, 2
 // on a node share their series).
 func benchNode(b *testing.B, interval time.Duration) (*Agent, []discovery.Pod) {
 	b.Helper()
-	tree, err := fixture.New(b.TempDir())
+	tree, err := cgroupfixture.New(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func benchNode(b *testing.B, interval time.Duration) (*Agent, []discovery.Pod) {
 		}
 		for c := range benchContainers {
 			id := fmt.Sprintf("%064x", i*benchContainers+c+1)
-			v := fixture.Values{UsageUsec: uint64(1e6 * (i + 1)), MemoryCurrent: uint64(100+i) << 20, InactiveFileBytes: 10 << 20, MemoryMax: 1 << 30}
+			v := cgroupfixture.Values{UsageUsec: uint64(1e6 * (i + 1)), MemoryCurrent: uint64(100+i) << 20, InactiveFileBytes: 10 << 20, MemoryMax: 1 << 30}
 			if err := tree.AddContainer(uid, p.QOS, id, v); err != nil {
 				b.Fatal(err)
 			}

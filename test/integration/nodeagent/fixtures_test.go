@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
 const mi = 1 << 20
@@ -147,7 +147,7 @@ func (ps *podSpec) delete(t testing.TB) {
 // sim keeps a synthetic cgroup tree moving: every container's cpu counter grows at its
 // rate in wall-clock time, rewritten every 20 ms; memory values stay as last set.
 type sim struct {
-	tree  *fixture.Tree
+	tree  *cgroupfixture.Tree
 	mu    sync.Mutex
 	ctrs  map[string]*simCtr // by container ID
 	start time.Time
@@ -158,12 +158,12 @@ type sim struct {
 type simCtr struct {
 	podUID, qos, id string
 	milli           float64
-	v               fixture.Values
+	v               cgroupfixture.Values
 }
 
 func newSim(t testing.TB) *sim {
 	t.Helper()
-	tree, err := fixture.New(t.TempDir())
+	tree, err := cgroupfixture.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func (s *sim) addPod(t testing.TB, ps *podSpec, podMax uint64, values map[string
 }
 
 // set changes a container's memory values (the cpu counter keeps its own pace).
-func (s *sim) set(id string, f func(*fixture.Values)) {
+func (s *sim) set(id string, f func(*cgroupfixture.Values)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(&s.ctrs[id].v)

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
 // BenchmarkAgentFootprint runs the real binary on a full node (110 pods × 2 containers,
@@ -34,7 +34,7 @@ func BenchmarkAgentFootprint(b *testing.B) {
 	for _, c := range []struct{ name, policy string }{{"every-1s", "fast"}, {"every-10s", "ten"}} {
 		b.Run(c.name, func(b *testing.B) {
 			ns, node := createNamespace(b), newName("node")
-			tree, err := fixture.New(b.TempDir())
+			tree, err := cgroupfixture.New(b.TempDir())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func BenchmarkAgentFootprint(b *testing.B) {
 					b.Fatal(err)
 				}
 				for j, name := range ps.containers {
-					v := fixture.Values{UsageUsec: uint64(1e6 * (i + j + 1)), MemoryCurrent: uint64(100+i) << 20, InactiveFileBytes: 10 << 20}
+					v := cgroupfixture.Values{UsageUsec: uint64(1e6 * (i + j + 1)), MemoryCurrent: uint64(100+i) << 20, InactiveFileBytes: 10 << 20}
 					if err := tree.AddContainer(ps.uid, ps.qos, ps.ids[name], v); err != nil {
 						b.Fatal(err)
 					}
