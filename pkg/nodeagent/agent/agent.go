@@ -22,6 +22,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
 	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // Agent is one ballast-node process.
@@ -54,7 +55,7 @@ func newAgent(o *Options, reg *prometheus.Registry) *Agent {
 		o: o, log: ctrl.Log.WithName("ballast-node"), now: time.Now, reg: reg,
 		buf:      buffer.New(series.DefaultWindow, buffer.Limits{Filed: o.BufferMaxWindows, Pending: o.PendingMaxWindows}),
 		st:       newState(),
-		store:    &storeConn{url: o.RedisURL},
+		store:    &storeConn{lazy: store.NewLazy(o.RedisURL)},
 		oomq:     &oomQueue{},
 		m:        newMetrics(reg),
 		counters: map[[3]string]prometheus.Counter{},
