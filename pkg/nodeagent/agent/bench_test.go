@@ -41,7 +41,6 @@ func benchNode(b *testing.B, interval time.Duration) (*Agent, []discovery.Pod) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = a.cg.Close() })
-	a.cgm = cgroup.NewMetrics(prometheus.NewRegistry())
 	var pods []discovery.Pod
 	for i := range benchPods {
 		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
@@ -77,7 +76,7 @@ func cpuTime() time.Duration {
 // share of a core for the cgroup source.
 func BenchmarkSamplingCycle(b *testing.B) {
 	a, pods := benchNode(b, 10*time.Second)
-	g := &group{interval: 10 * time.Second, coll: cgroup.NewCollector(a.cg, a.cgm), pods: pods}
+	g := &group{interval: 10 * time.Second, coll: cgroup.NewCollector(a.cg), pods: pods}
 	defer g.coll.Close()
 	first := time.Unix(1_800_000_000, 0)
 	now := first

@@ -25,6 +25,11 @@ const (
 	saCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 )
 
+// DefaultKubeletMinInterval is the documented floor of the kubelet Summary cadence: the
+// kubelet's housekeeping refreshes the stats every 10 s (plus jitter, up to ~15 s), so a
+// pod sampled faster gets one ephemeral-storage sample per refresh, never a repeat.
+const DefaultKubeletMinInterval = 10 * time.Second
+
 // Options are ballast-node's settings. Every flag falls back to an environment variable
 // BALLAST_<FLAG> (upper case, '-' → '_'), which the chart sets; NODE_NAME, NODE_IP
 // (for the kubelet URL) and REDIS_URL are read too, as the downward API provides them.
@@ -40,7 +45,9 @@ type Options struct {
 	KubeletTokenFile          string
 	KubeletCAFile             string
 	KubeletInsecureSkipVerify bool
-	KubeletInterval           time.Duration
+	// KubeletMinInterval floors the Summary cadence (which otherwise follows the pods'
+	// sampling intervals): the kubelet refreshes its stats only every 10–15 s.
+	KubeletMinInterval time.Duration
 
 	MinSamplingInterval time.Duration
 	FlushInterval       time.Duration
@@ -71,7 +78,7 @@ func NewOptions() *Options {
 		CgroupRoot:             "/sys/fs/cgroup",
 		CgroupDriver:           "auto",
 		CgroupVersion:          "auto",
-		KubeletInterval:        30 * time.Second,
+		KubeletMinInterval:     DefaultKubeletMinInterval,
 		MinSamplingInterval:    time.Second,
 		FlushInterval:          10 * time.Second,
 		FlushTimeout:           5 * time.Second,
@@ -124,7 +131,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.KubeletTokenFile, "kubelet-token-file", "bearer token file for the kubelet (default: the service-account token)")
 	str(&o.KubeletCAFile, "kubelet-ca-file", "CA bundle verifying the kubelet's serving certificate (default: the service-account CA)")
 	boolean(&o.KubeletInsecureSkipVerify, "kubelet-insecure-skip-verify", "do not verify the kubelet's serving certificate")
-	dur(&o.KubeletInterval, "kubelet-interval", "how often the kubelet Summary API is read (ephemeral storage, cpu/memory fallback)")
+	dur(&o.KubeletMinInterval, "kubelet-interval", "deprecated: same as --kubelet-min-interval")
+	dur(&o.KubeletMinInterval, "kubelet-min-interval", "floor of the kubelet Summary cadence, which follows the pods' sampling intervals (the kubelet refreshes its stats every 10–15 s)")
 	dur(&o.MinSamplingInterval, "min-sampling-interval", "floor of every pod's sampling interval")
 	dur(&o.FlushInterval, "flush-interval", "how often aggregated windows are written to Valkey (one pipelined round trip)")
 	dur(&o.FlushTimeout, "flush-timeout", "bound of one flush")
@@ -177,7 +185,7 @@ func (o *Options) Validate() error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"kubelet-interval", o.KubeletInterval}, {"min-sampling-interval", o.MinSamplingInterval},
+	}{{"kubelet-min-interval", o.KubeletMinInterval}, {"min-sampling-interval", o.MinSamplingInterval},
 		{"flush-interval", o.FlushInterval}, {"flush-timeout", o.FlushTimeout}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s %v: must be > 0", d.flag, d.v))
