@@ -19,19 +19,23 @@ type summarySource = source.Source[map[string]kubelet.Pod, kubelet.Readings]
 // read.
 func (a *Agent) runSummary(ctx context.Context) error {
 	var last time.Time
-	return a.loop(ctx, nil, func(ctx context.Context, now time.Time) time.Time {
-		want, period := a.summaryTargets()
-		if period == 0 {
-			return now.Add(maxWait)
-		}
-		// One read per period, on period boundaries: every interval window of every pod
-		// (each at least one period long) then holds a read.
-		if last.IsZero() || !now.Truncate(period).Equal(last.Truncate(period)) {
-			a.summaryOnce(ctx, now, want)
-			last = now
-		}
-		return now.Truncate(period).Add(period)
-	})
+	return a.loop(ctx, nil, func(ctx context.Context, now time.Time) time.Time { return a.summaryTurn(ctx, now, &last) })
+}
+
+// summaryTurn reads the Summary when a new read period has begun since *last (the time of
+// the previous read), and returns when the next one begins. Reads fall on period
+// boundaries, so every interval window of every pod (each at least one period long) holds
+// one.
+func (a *Agent) summaryTurn(ctx context.Context, now time.Time, last *time.Time) time.Time {
+	want, period := a.summaryTargets()
+	if period == 0 {
+		return now.Add(maxWait)
+	}
+	if last.IsZero() || !now.Truncate(period).Equal(last.Truncate(period)) {
+		a.summaryOnce(ctx, now, want)
+		*last = now
+	}
+	return now.Truncate(period).Add(period)
 }
 
 // summaryPeriod is how often the Summary is read for pods sampled at these intervals: the
