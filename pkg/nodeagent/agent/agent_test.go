@@ -75,6 +75,34 @@ func TestEnvironmentFallbacks(t *testing.T) {
 	}
 }
 
+// Every flag of the set falls back to its variable, also one registered by another package
+// (controller-runtime's --kubeconfig); the deprecated --kubelet-interval sets the same
+// option as --kubelet-min-interval, which wins when both are set.
+func TestEnvFallbackCoversEveryFlag(t *testing.T) {
+	t.Setenv("BALLAST_KUBECONFIG", "/etc/kube/config")
+	t.Setenv("BALLAST_KUBELET_INTERVAL", "30s")
+	t.Setenv("BALLAST_KUBELET_MIN_INTERVAL", "15s")
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "")
+	o := NewOptions()
+	o.AddFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if *kubeconfig != "/etc/kube/config" || o.KubeletMinInterval != 15*time.Second {
+		t.Errorf("kubeconfig %q, kubelet floor %v", *kubeconfig, o.KubeletMinInterval)
+	}
+	if got := EnvName(EnvPrefix, "flush-max-windows"); got != "BALLAST_FLUSH_MAX_WINDOWS" {
+		t.Errorf("EnvName = %q", got)
+	}
+	o2 := NewOptions()
+	fs2 := flag.NewFlagSet("test", flag.ContinueOnError)
+	o2.AddFlags(fs2)
+	if err := fs2.Parse([]string{"--kubelet-interval", "20s"}); err != nil || o2.KubeletMinInterval != 20*time.Second {
+		t.Errorf("deprecated alias: %v, %v", o2.KubeletMinInterval, err)
+	}
+}
+
 // Each target's errors become one line of the debug view, joined in order.
 func TestErrorsByKey(t *testing.T) {
 	got := errorsByKey([]source.Error{

@@ -67,7 +67,6 @@ type Options struct {
 	LogFormat string
 
 	envErrs []error
-	flags   []string
 }
 
 // NewOptions returns the documented defaults.
@@ -112,15 +111,13 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// AddFlags registers every option on fs and applies BALLAST_* environment fallbacks.
+// AddFlags registers every option on fs and applies the BALLAST_* environment fallbacks
+// of every flag fs holds (EnvFallback; --kubeconfig too, when registered before).
 func (o *Options) AddFlags(fs *flag.FlagSet) {
-	str := func(p *string, name, usage string) { fs.StringVar(p, name, *p, usage); o.flags = append(o.flags, name) }
-	dur := func(p *time.Duration, name, usage string) {
-		fs.DurationVar(p, name, *p, usage)
-		o.flags = append(o.flags, name)
-	}
-	num := func(p *int, name, usage string) { fs.IntVar(p, name, *p, usage); o.flags = append(o.flags, name) }
-	boolean := func(p *bool, name, usage string) { fs.BoolVar(p, name, *p, usage); o.flags = append(o.flags, name) }
+	str := func(p *string, name, usage string) { fs.StringVar(p, name, *p, usage) }
+	dur := func(p *time.Duration, name, usage string) { fs.DurationVar(p, name, *p, usage) }
+	num := func(p *int, name, usage string) { fs.IntVar(p, name, *p, usage) }
+	boolean := func(p *bool, name, usage string) { fs.BoolVar(p, name, *p, usage) }
 
 	str(&o.NodeName, "node-name", "name of this node; only its pods are sampled (env NODE_NAME)")
 	str(&o.RedisURL, "redis-url", "store URL, redis:// or rediss:// (env REDIS_URL)")
@@ -148,14 +145,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.LogLevel, "log-level", "debug|info|warn|error")
 	str(&o.LogFormat, "log-format", "json|text")
 
-	for _, name := range o.flags {
-		env := "BALLAST_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			if err := fs.Set(name, v); err != nil {
-				o.envErrs = append(o.envErrs, fmt.Errorf("%s=%q: %w", env, v, err))
-			}
-		}
-	}
+	o.envErrs = EnvFallback(fs, EnvPrefix)
 }
 
 // Validate reports every invalid option at once.
