@@ -231,7 +231,13 @@ func TestCycleOnCgroupV1(t *testing.T) {
 		t.Errorf("container report %+v", c)
 	}
 	if rep.OOMQueued != 1 {
-		t.Errorf("%d OOM events queued, want 1 (Valkey is unreachable)", rep.OOMQueued)
+		t.Fatalf("%d OOM events queued, want 1 (Valkey is unreachable)", rep.OOMQueued)
+	}
+	// The event carries the lifetime peak (memory.max_usage_in_bytes, 48Mi: above every
+	// usage sampled, 40Mi) and the limit (memory.limit_in_bytes, 64Mi), read through the
+	// cgroup package's rooted reader right after the kill.
+	if ev := a.oomq.items[0].ev; ev.PeakBytes != 48<<20 || ev.LimitBytes != 64<<20 {
+		t.Errorf("queued OOM event peak %d, limit %d; want 48Mi, 64Mi", ev.PeakBytes, ev.LimitBytes)
 	}
 	ups := a.buf.Take(0)
 	got := map[string]int64{}
