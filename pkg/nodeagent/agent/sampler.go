@@ -14,9 +14,6 @@ import (
 	"github.com/ballastk8s/ballast/pkg/series"
 )
 
-// maxWait bounds how long the sampling loop sleeps, so its heartbeat stays fresh.
-const maxWait = 5 * time.Second
-
 // group samples the pods that share one sampling interval. Each group has its own
 // Collector, because a Collector forgets the targets missing from a Collect.
 type group struct {
@@ -24,24 +21,6 @@ type group struct {
 	coll     *cgroup.Collector
 	pods     []discovery.Pod
 	next     time.Time
-}
-
-// loop is every polling source's loop: it calls turn, which does what is due at now and
-// returns when it is next due, then waits for that time, a wake-up (discovery changed;
-// nil for none) or maxWait, whichever comes first, until ctx is done.
-func (a *Agent) loop(ctx context.Context, wake <-chan struct{}, turn func(ctx context.Context, now time.Time) time.Time) error {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		next := turn(ctx, a.now())
-		timer.Reset(max(min(next.Sub(a.now()), maxWait), 0))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-wake:
-		case <-timer.C:
-		}
-	}
 }
 
 // runSampler is the cgroup source's loop: every group is collected at its interval.
@@ -70,13 +49,6 @@ func (a *Agent) runSampler(ctx context.Context) error {
 		}
 		return next
 	})
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // nextTick advances a schedule by whole intervals past now (missed ticks are skipped).
