@@ -78,7 +78,7 @@ func (u *Units) Add(name, detail string) {
 func (u *Units) unitLocked(name string) *unit {
 	x := u.units[name]
 	if x == nil {
-		x = &unit{h: Health{Name: name}, duration: u.duration.WithLabelValues(name), up: u.up.WithLabelValues(name)}
+		x = &unit{h: Health{Name: name}}
 		u.units[name] = x
 		u.order = append(u.order, name)
 	}
@@ -92,6 +92,10 @@ func (u *Units) Observe(name string, at time.Time, d time.Duration, errs []Error
 	x := u.unitLocked(name)
 	x.h.LastRun, x.h.LastDuration = at, d
 	x.h.Runs++
+	if x.up == nil {
+		// Only sources that run have these (the event-driven OOM source has neither).
+		x.duration, x.up = u.duration.WithLabelValues(name), u.up.WithLabelValues(name)
+	}
 	u.mu.Unlock()
 	x.duration.Observe(d.Seconds())
 	if err != nil {

@@ -60,6 +60,9 @@ func TestCollectRecordsMetricsAndHealth(t *testing.T) {
 	}
 
 	u.Fail("oom", t1, "write", errors.New("store down"))
+	if n, m := testutil.CollectAndCount(u.up), testutil.CollectAndCount(u.duration); n != 1 || m != 1 {
+		t.Errorf("%d up gauges, %d duration histograms; want 1 each (a source that never ran has none)", n, m)
+	}
 	h := u.Health()
 	if len(h) != 2 || h[0].Name != "fake" || h[1].Name != "oom" {
 		t.Fatalf("health %+v", h)
