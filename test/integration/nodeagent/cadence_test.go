@@ -34,11 +34,11 @@ func storagePolicy(t testing.TB, interval string) string {
 
 // The ephemeral-storage cadence follows the policy's kubeletSummary source (SPEC §4.1),
 // floored at the kubelet's refresh period (--kubelet-min-interval: 10 s by default, 1 s
-// here so the stub kubelet can refresh every 3 s and keep the test short), and counts by
+// here so the stub kubelet can refresh every 5 s and keep the test short), and counts by
 // the stats' own timestamps:
 //   - a 12 s source: exactly one sample per container per 12 s window (count = windows
 //     spanned by the first and last sample: none doubled, none skipped);
-//   - a 1 s source on a kubelet that refreshes every 3 s: one sample per refresh, never
+//   - a 1 s source on a kubelet that refreshes every 5 s: one sample per refresh, never
 //     the same stats twice although the agent reads the Summary more often than that.
 func TestEphemeralStorageCadence(t *testing.T) {
 	ensureCluster(t)
@@ -51,7 +51,7 @@ func TestEphemeralStorageCadence(t *testing.T) {
 
 	s := newSim(t)
 	kl := newKubeletStub(t)
-	const refresh = 3 * time.Second
+	const refresh = 5 * time.Second
 	slow := &podSpec{ns: ns, name: "slow-1", node: node, profile: slowProfile, policy: slowPolicy, containers: []string{"app", "side"}}
 	fast := &podSpec{ns: ns, name: "fast-1", node: node, profile: fastProfile, policy: fastPolicy, containers: []string{"app"}}
 	for _, ps := range []*podSpec{slow, fast} {
