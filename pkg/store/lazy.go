@@ -67,6 +67,23 @@ func (z *Lazy) Reader(l series.Layout) (*Reader, error) {
 	return z.reader, nil
 }
 
+// connected returns the client, connecting first if needed.
+func (z *Lazy) connected() (*Client, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if err := z.connectLocked(); err != nil {
+		return nil, err
+	}
+	return z.client, nil
+}
+
+// lastReader returns the Reader built last, or nil before the first Reader call.
+func (z *Lazy) lastReader() *Reader {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.reader
+}
+
 func (z *Lazy) connectLocked() error {
 	if z.closed {
 		return ErrLazyClosed

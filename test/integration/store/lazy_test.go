@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // A Lazy fails while the store cannot be reached and works once it can; it keeps its
@@ -14,14 +15,14 @@ import (
 // every use after Close.
 func TestLazy(t *testing.T) {
 	l := series.DefaultLayout(168 * time.Hour)
-	if _, err := NewLazy("redis://127.0.0.1:1").Writer(l); err == nil {
+	if _, err := store.NewLazy("redis://127.0.0.1:1").Writer(l); err == nil {
 		t.Fatal("Writer on a port nobody listens on: no error")
 	}
-	if _, err := NewLazy("http://x").Reader(l); err == nil {
+	if _, err := store.NewLazy("http://x").Reader(l); err == nil {
 		t.Fatal("Reader with a bad URL scheme: no error")
 	}
 
-	z := NewLazy(srv.Valkey.URL())
+	z := store.NewLazy(srv.Valkey.URL())
 	w1, err := z.Writer(l)
 	if err != nil {
 		t.Fatal(err)
@@ -47,10 +48,10 @@ func TestLazy(t *testing.T) {
 		t.Fatalf("reading through the lazy connection: %v", err)
 	}
 	z.Close()
-	if _, err := z.Writer(l); !errors.Is(err, ErrLazyClosed) {
-		t.Errorf("Writer after Close: %v, want ErrLazyClosed", err)
+	if _, err := z.Writer(l); !errors.Is(err, store.ErrLazyClosed) {
+		t.Errorf("Writer after Close: %v, want store.ErrLazyClosed", err)
 	}
-	if _, err := z.Reader(l); !errors.Is(err, ErrLazyClosed) {
-		t.Errorf("Reader after Close: %v, want ErrLazyClosed", err)
+	if _, err := z.Reader(l); !errors.Is(err, store.ErrLazyClosed) {
+		t.Errorf("Reader after Close: %v, want store.ErrLazyClosed", err)
 	}
 }
