@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ballastk8s/ballast/pkg/cli"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
@@ -92,7 +93,7 @@ func TestEnvFallbackCoversEveryFlag(t *testing.T) {
 	if *kubeconfig != "/etc/kube/config" || o.KubeletMinInterval != 15*time.Second {
 		t.Errorf("kubeconfig %q, kubelet floor %v", *kubeconfig, o.KubeletMinInterval)
 	}
-	if got := EnvName(EnvPrefix, "flush-max-windows"); got != "BALLAST_FLUSH_MAX_WINDOWS" {
+	if got := cli.EnvName(EnvPrefix, "flush-max-windows"); got != "BALLAST_FLUSH_MAX_WINDOWS" {
 		t.Errorf("EnvName = %q", got)
 	}
 	o2 := NewOptions()

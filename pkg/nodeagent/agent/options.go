@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/ballastk8s/ballast/pkg/cli"
+	"github.com/ballastk8s/ballast/pkg/logging"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 )
 
@@ -66,7 +66,7 @@ type Options struct {
 	LogLevel  string
 	LogFormat string
 
-	envErrs []error
+	envErr error
 }
 
 // NewOptions returns the documented defaults.
@@ -112,7 +112,7 @@ func fileExists(p string) bool {
 }
 
 // AddFlags registers every option on fs and applies the BALLAST_* environment fallbacks
-// of every flag fs holds (EnvFallback; --kubeconfig too, when registered before).
+// of every flag fs holds (cli.ApplyEnv; --kubeconfig too, when registered before).
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str := func(p *string, name, usage string) { fs.StringVar(p, name, *p, usage) }
 	dur := func(p *time.Duration, name, usage string) { fs.DurationVar(p, name, *p, usage) }
@@ -145,12 +145,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.LogLevel, "log-level", "debug|info|warn|error")
 	str(&o.LogFormat, "log-format", "json|text")
 
-	o.envErrs = EnvFallback(fs, EnvPrefix)
+	o.envErr = cli.ApplyEnv(fs, EnvPrefix)
 }
 
 // Validate reports every invalid option at once.
 func (o *Options) Validate() error {
-	errs := append([]error(nil), o.envErrs...)
+	errs := []error{o.envErr}
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("--node-name (env NODE_NAME) is required"))
 	}
@@ -204,15 +204,5 @@ func (o *Options) Validate() error {
 
 // SetupLogging installs the process logger per --log-level and --log-format.
 func (o *Options) SetupLogging() {
-	lvl := map[string]zapcore.Level{"debug": zapcore.DebugLevel, "info": zapcore.InfoLevel,
-		"warn": zapcore.WarnLevel, "error": zapcore.ErrorLevel}[strings.ToLower(o.LogLevel)]
-	ctrl.SetLogger(zap.New(zap.Level(lvl), zap.UseDevMode(false), func(zo *zap.Options) {
-		zo.TimeEncoder = zapcore.ISO8601TimeEncoder
-		if o.LogFormat == "text" {
-			zo.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
-				TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
-				EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder,
-			})
-		}
-	}))
+	ctrl.SetLogger(logging.New(o.LogLevel, o.LogFormat, os.Stderr))
 }
