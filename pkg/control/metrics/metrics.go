@@ -10,6 +10,7 @@ import (
 // underscores and counters suffixed _total. Sampling happens in the node agent, so
 // ballast.samples.collected and ballast.fetch.errors are the agent's
 // ballast_node_samples_total and ballast_node_source_errors_total (see docs/node-agent.md).
+// The ballast.resize.* instruments are the resize controller's (pkg/control/resize).
 type Metrics struct {
 	ThresholdMet       *prometheus.CounterVec
 	Profiles           *prometheus.GaugeVec
@@ -20,10 +21,6 @@ type Metrics struct {
 	ApplyApplied       *prometheus.CounterVec
 	ApplySkipped       *prometheus.CounterVec
 	Clamped            *prometheus.CounterVec
-	ResizeApplied      *prometheus.CounterVec
-	ResizeFailed       *prometheus.CounterVec
-	ResizeSkipped      *prometheus.CounterVec
-	ResizeOutcome      *prometheus.CounterVec
 	KillSwitchChanges  *prometheus.CounterVec
 	KillSwitchActive   *prometheus.GaugeVec
 	KillSwitchSuppress *prometheus.CounterVec
@@ -54,10 +51,6 @@ func New(reg prometheus.Registerer) *Metrics {
 		ApplyApplied:       counter("ballast_apply_applied_total", "Admissions that changed at least one value.", "policy", "namespace", "profile"),
 		ApplySkipped:       counter("ballast_apply_skipped_total", "Admissions that changed nothing.", "reason", "policy", "namespace", "profile"),
 		Clamped:            counter("ballast_recommendation_clamped_total", "Requests clamped to their limit.", "container", "resource", "policy", "namespace", "phase", "profile"),
-		ResizeApplied:      counter("ballast_resize_applied_total", "Accepted in-place resizes.", "policy", "namespace", "profile"),
-		ResizeFailed:       counter("ballast_resize_failed_total", "Rejected in-place resizes.", "policy", "namespace", "profile"),
-		ResizeSkipped:      counter("ballast_resize_skipped_total", "Resize evaluations that issued no patch.", "reason", "policy", "namespace", "profile"),
-		ResizeOutcome:      counter("ballast_resize_outcome_total", "Observed resize outcomes.", "outcome", "policy", "namespace", "profile"),
 		KillSwitchChanges:  counter("ballast_kill_switch_transitions_total", "Kill switch activations and releases.", "transition"),
 		KillSwitchActive:   gauge("ballast_kill_switch_active", "1 while the kill switch is active.", "reason"),
 		KillSwitchSuppress: counter("ballast_kill_switch_suppressed_total", "Actions suppressed by the kill switch.", "action"),
@@ -66,7 +59,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.ThresholdMet, m.Profiles, m.PodsProcessed,
 		m.ProfilesCreated, m.ProfilesPurged, m.WebhookMutations, m.ApplyApplied, m.ApplySkipped, m.Clamped,
-		m.ResizeApplied, m.ResizeFailed, m.ResizeSkipped, m.ResizeOutcome, m.KillSwitchChanges,
+		m.KillSwitchChanges,
 		m.KillSwitchActive, m.KillSwitchSuppress, m.PoliciesInvalid, m.ProfileInfo)
 	return m
 }
