@@ -101,7 +101,7 @@ func TestObserve(t *testing.T) {
 func TestObserveError(t *testing.T) {
 	gr := schema.GroupResource{Resource: "pods"}
 	nodeCapacity := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403,
-		Reason: metav1.StatusReasonForbidden,
+		Reason:  metav1.StatusReasonForbidden,
 		Message: `pods "high" is forbidden: node didn't have enough allocatable resources: cpu, requested: 3000, allocatable: 2000`,
 		Details: &metav1.StatusDetails{Name: "high", Kind: "pods", Causes: []metav1.StatusCause{{Type: "NodeCapacity"}}}}}
 	cases := map[string]struct {
