@@ -20,3 +20,52 @@ const (
 	// RungGiveUp: a rung timed out and nothing else applies; the resize is reverted.
 	RungGiveUp Rung = "give_up"
 )
+
+// HandOverInput is what rung 2 checks before letting scheduler resize preemption act.
+type HandOverInput struct {
+	Node Node
+	// Target is the Deferred pod.
+	Target NodePod
+	// PreemptionNever is true when the pod's preemptionPolicy is Never.
+	PreemptionNever bool
+	// Shortfall is what the growth lacks once every shrink is actuated.
+	Shortfall Resources
+	// OtherOwners are the keys of disableResizePreemption that are not Ballast's.
+	OtherOwners []string
+	// DonorsInFlight is true while a donor shrink on the node has not been actuated.
+	DonorsInFlight bool
+}
+
+// HandOver decides rung 2: the guard key may be released only when scheduler preemption
+// can resolve the growth and every pod it could delete is acceptable. The scheduler picks
+// victims among pods of strictly lower priority and deletes them without honouring
+// PodDisruptionBudgets, so Ballast checks them itself: one protected candidate is enough
+// to refuse.
+func HandOver(in HandOverInput) (ok bool, reason string) {
+	switch {
+	case in.PreemptionNever:
+		return false, "the pod's preemptionPolicy is Never"
+	case len(in.OtherOwners) > 0:
+		return false, "resize preemption is disabled on the node by " + in.OtherOwners[0]
+	case in.Node.MaxPods > 0 && int64(len(in.Node.Pods)) >= in.Node.MaxPods && in.DonorsInFlight:
+		return false, "the node is at maxPods and a donor shrink is still in flight"
+	}
+	var victims Resources
+	n := 0
+	for _, p := range in.Node.Pods {
+		if p.Key == in.Target.Key || p.Priority >= in.Target.Priority {
+			continue
+		}
+		if p.Protected {
+			return false, "pod " + p.Key + " could be preempted but a PodDisruptionBudget allows no disruption"
+		}
+		victims, n = victims.Add(p.Held), n+1
+	}
+	switch {
+	case n == 0:
+		return false, "no pod of lower priority on the node"
+	case !in.Shortfall.Fits(victims):
+		return false, "preempting every lower-priority pod would not free enough"
+	}
+	return true, ""
+}
