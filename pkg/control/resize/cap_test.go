@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-func mcpu(v int64) resource.Quantity { return *resource.NewMilliQuantity(v, resource.DecimalSI) }
+func mcpu(v int64) resource.Quantity  { return *resource.NewMilliQuantity(v, resource.DecimalSI) }
 func bytes(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.BinarySI) }
 
 // genCapCase is a running pod and a growth proposal that keeps its QoS class and

@@ -59,7 +59,7 @@ func TestPlanNode(t *testing.T) {
 			guard: true,
 		},
 		"higher priority growth first": {
-			node: node(NodePod{Key: "lo", Held: r(500, 512)}, NodePod{Key: "hi", Held: r(500, 512), Priority: 10}),
+			node:  node(NodePod{Key: "lo", Held: r(500, 512)}, NodePod{Key: "hi", Held: r(500, 512), Priority: 10}),
 			props: []Proposal{{Key: "lo", Target: r(1300, 512)}, {Key: "hi", Target: r(1300, 512)}},
 			want: []Step{{Key: "hi", Decision: DecisionSend, Need: r(800, 0)},
 				{Key: "lo", Decision: DecisionLadder, Need: r(800, 0), Room: r(200, 3072), Shortfall: r(600, 0)}},
