@@ -88,7 +88,7 @@ func younger(in GateInput, key string) (time.Time, bool) {
 type ResizeInput struct {
 	Pod             *corev1.Pod
 	Recommendations Recommendations
-	Settings        ResizeSettings
+	Params          Params
 	// Interval is the policy's behaviors.resize.interval.
 	Interval time.Duration
 	Now      time.Time
@@ -102,7 +102,7 @@ func EvaluateResize(in ResizeInput) ResizeDecision {
 	if reason, message, blocked := ResizeGate(GateInput{Annotations: in.Pod.Annotations, Interval: in.Interval, Now: in.Now}); blocked {
 		return ResizeDecision{Reason: reason, Message: message}
 	}
-	d := Resize(in.Pod, in.Recommendations, in.Settings)
+	d := Resize(in.Pod, in.Recommendations, in.Params)
 	if d.Reason == "" && in.DryRun {
 		d.Reason, d.Message = ReasonDryRun, "dry-run: "+d.Message
 	}

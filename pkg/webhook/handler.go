@@ -134,11 +134,11 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	for _, p := range problems {
 		log.V(1).Info("ignoring unparsable recommendation", "problem", fmt.Sprint(p))
 	}
-	result := sizing.Admission(pod, recs, sizing.ManagedFromMetrics(b.Policy.Spec.Metrics))
+	result := sizing.Admission(pod, recs, sizing.ParamsFor(b.Policy))
 	for _, c := range result.Clamps {
 		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, ns, "admission", b.ProfileName).Inc()
 		log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,
-			"recommended", c.Recommended.String(), "limit", c.Limit.String(), "written", c.Written.String())
+			"recommended", c.Recommended.String(c.Resource), "limit", c.Limit.String(c.Resource), "written", c.Written.String(c.Resource))
 	}
 	if len(result.Changes) == 0 {
 		reason := result.SkipReason

@@ -13,6 +13,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
+	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -57,6 +58,10 @@ func BenchmarkProfileCycle(b *testing.B) {
 		{Resource: "memory", Field: "request", Source: "s", Aggregation: "p75"},
 		{Resource: "memory", Field: "limit", Source: "s", Aggregation: "p99", Headroom: "1.2"},
 		{Resource: "ephemeral-storage", Field: "request", Source: "s", Aggregation: "p90"}}})
+	compiled, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "bench", 1, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	cycle := func(now time.Time) (time.Duration, int64) {
 		before := adapter.Commands()
@@ -73,10 +78,8 @@ func BenchmarkProfileCycle(b *testing.B) {
 						b.Error(err)
 						continue
 					}
-					if _, err := recommend.Compute(recommend.Input{Now: now, Policy: spec, Retention: retention,
-						SamplingInterval: 10 * time.Second, Containers: s.Containers, PodSeries: s.Pod, OOMs: s.OOMs}); err != nil {
-						b.Error(err)
-					}
+					recommend.Compute(recommend.Input{Now: now, Policy: compiled, Retention: retention,
+						SamplingInterval: 10 * time.Second, Containers: s.Containers, PodSeries: s.Pod, OOMs: s.OOMs})
 				}
 			}()
 		}

@@ -69,9 +69,18 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	if ref.Namespace != "" {
 		policyName = ref.Namespace + "/" + ref.Name
 	}
-	if ok, reason, msg := policy.Validate(*spec); !ok {
-		meta.SetStatusCondition(&next.Conditions, recommend.PolicyInvalidCondition(policyName, reason, msg, wp.Generation, now))
-		return 0, nil
+	kind, namespace := ballastv1.KindClusterResourcePolicy, "" // as loadPolicy reads it
+	if ref.Kind == ballastv1.KindResourcePolicy {
+		kind, namespace = ref.Kind, ref.Namespace
+	}
+	compiled, err := policy.Compile(kind, namespace, ref.Name, 0, *spec)
+	if err != nil {
+		var verr *policy.ValidationError
+		if errors.As(err, &verr) {
+			meta.SetStatusCondition(&next.Conditions, recommend.PolicyInvalidCondition(policyName, verr.Reason, verr.Message, wp.Generation, now))
+			return 0, nil
+		}
+		return 0, err
 	}
 	interval := c.samplingInterval(ctx, spec)
 	if next.MeasurementHash == "" {
@@ -85,18 +94,10 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	if err != nil {
 		return c.retry, fmt.Errorf("reading store for %s: %w", wp.Name, err)
 	}
-	res, err := recommend.Compute(recommend.Input{
-		Now: now, Policy: *spec, SamplingInterval: interval, Retention: retention, Generation: wp.Generation,
+	res := recommend.Compute(recommend.Input{
+		Now: now, Policy: compiled, SamplingInterval: interval, Retention: retention, Generation: wp.Generation,
 		Containers: series.Containers, PodSeries: series.Pod, OOMs: series.OOMs, Previous: wp.Status.Containers,
 	})
-	if err != nil {
-		var fe *recommend.FieldError
-		if errors.As(err, &fe) {
-			meta.SetStatusCondition(&next.Conditions, recommend.PolicyInvalidCondition(policyName, fe.Reason, fe.Error(), wp.Generation, now))
-			return interval, nil
-		}
-		return interval, err
-	}
 	wasMet := wp.Status.MeetsThreshold
 	res.ApplyTo(next)
 	if !wasMet && next.MeetsThreshold {
