@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,6 +21,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/policies"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
+	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 )
 
@@ -49,6 +51,9 @@ type Deps struct {
 	Now func() time.Time
 	// Logs are the per-component loggers (SetupLogging); missing ones derive from ctrl.Log.
 	Logs map[string]logr.Logger
+	// Registry receives the instruments of controllers that own theirs (resize);
+	// controller-runtime's registry when nil.
+	Registry prometheus.Registerer
 }
 
 // log returns a component's logger.
@@ -70,6 +75,11 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) error {
 		policies.NewNamespaced(mgr.GetClient(), d.Metrics),
 		enrollment.New(mgr.GetClient(), mgr.GetAPIReader(), d.State, d.Resolver, d.Metrics).WithLogger(d.log(ComponentWatcher)),
 		profiles.New(mgr.GetClient(), d.State, d.Resolver, d.Store, d.Metrics, d.Now).WithLogger(d.log(ComponentCollector)),
+		resize.New(mgr.GetClient(), mgr.GetAPIReader(), d.State, d.Resolver,
+			resize.NewMetrics(d.Registry, d.Metrics.Clamped, d.Metrics.KillSwitchSuppress),
+			resize.NewEvents(mgr.GetEventRecorderFor(ballastv1.EventComponent)), //nolint:staticcheck // core v1 Events (SPEC §11.3)
+			d.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all"}).
+			WithLogger(d.log(ComponentAdjuster)).WithOOM(resize.NewStoreOOM(o.RedisURL), time.Second),
 	}
 	for _, r := range regs {
 		if err := r.Register(mgr); err != nil {

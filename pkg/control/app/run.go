@@ -97,6 +97,9 @@ func NewWith(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (ctrl
 	if deps.Metrics == nil {
 		deps.Metrics = metrics.New(ctrlmetrics.Registry)
 	}
+	if deps.Registry == nil {
+		deps.Registry = ctrlmetrics.Registry
+	}
 	if deps.Store == nil {
 		deps.Store = profiles.NewStoreAdapter(o.RedisURL)
 	}

@@ -56,6 +56,7 @@ type env struct {
 	c        client.Client
 	clock    *clock
 	metrics  *metrics.Metrics
+	reg      *prometheus.Registry
 	store    *store.Client
 	writer   *store.Writer
 	reader   *store.Reader
@@ -78,7 +79,8 @@ func startEnv(t *testing.T, kube *harness.Kube, storeURL string) *env {
 	}
 	e := &env{kube: kube, c: kube.Client, clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, port: port,
 		certDir: t.TempDir(), done: make(chan struct{})}
-	e.metrics = metrics.New(prometheus.NewRegistry())
+	e.reg = prometheus.NewRegistry()
+	e.metrics = metrics.New(e.reg)
 	if e.store, err = store.Open(storeURL); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func startEnv(t *testing.T, kube *harness.Kube, storeURL string) *env {
 	e.opts = o
 	mctx, cancel := context.WithCancel(ctx)
 	e.cancel = cancel
-	mgr, err := app.NewWith(mctx, o, kube.Config, app.Deps{Metrics: e.metrics, Now: e.clock.Now})
+	mgr, err := app.NewWith(mctx, o, kube.Config, app.Deps{Metrics: e.metrics, Registry: e.reg, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

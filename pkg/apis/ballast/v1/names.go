@@ -25,22 +25,11 @@ const (
 	ResizeStateAnnotation      = Prefix + "resize-state"
 	ResizeStateSinceAnnotation = Prefix + "resize-state-since"
 
-	// Values of the resize-state annotation (SPEC §9).
-	ResizeStatePending    = "Pending"
-	ResizeStateInProgress = "InProgress"
-	ResizeStateDeferred   = "Deferred"
-	ResizeStateInfeasible = "Infeasible"
-	ResizeStateError      = "Error"
-	ResizeStateCompleted  = "Completed"
-
 	// ResizeGuardKey is Ballast's owner key in a node's
 	// spec.podPreemptionPolicy.disableResizePreemption (the Deferred ladder's guard).
 	ResizeGuardKey = Prefix + "resize-planner"
 	// FieldManager is the server-side-apply field manager of Ballast's runtime writes.
 	FieldManager = EventComponent
-	// PredictedRequestsAnnotation is the consolidators' convention (Karpenter's in-place RFC)
-	// for the requests a workload's next pod will be admitted with.
-	PredictedRequestsAnnotation = "autoscaling.k8s.io/predicted-pod-requests"
 
 	// ProfileFinalizer purges a profile's store data before the profile goes away.
 	ProfileFinalizer = Prefix + "profile-cleanup"
@@ -63,6 +52,16 @@ const (
 	CRDFieldManager             = "ballast-crd-installer"
 	SourceTypeKubernetesMetrics = "kubernetesMetrics"
 	SourceTypeKubeletSummary    = "kubeletSummary"
+)
+
+// Values of the resize-state annotation (SPEC §9).
+const (
+	ResizeStatePending    = "Pending"
+	ResizeStateInProgress = "InProgress"
+	ResizeStateDeferred   = "Deferred"
+	ResizeStateInfeasible = "Infeasible"
+	ResizeStateError      = "Error"
+	ResizeStateCompleted  = "Completed"
 )
 
 // AppliedAnnotation is the annotation recording a value written at admission,
