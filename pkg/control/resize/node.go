@@ -214,4 +214,3 @@ func (c *Controller) donors(ctx context.Context, v *nodeView, profile string) []
 	}
 	return out
 }
-
