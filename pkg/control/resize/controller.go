@@ -27,8 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
@@ -143,10 +145,22 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		last: map[string]string{}, retry: map[types.UID]series.OOMEvent{}}); err != nil {
 		return err
 	}
+	// Release of the kill switch re-evaluates every profile at once instead of after the
+	// 15m profile-level requeue.
+	released := make(chan event.GenericEvent, 1)
+	c.state.OnChange(func(old, new config.Snapshot) {
+		if old.Active() && !new.Active() {
+			select {
+			case released <- event.GenericEvent{Object: &ballastv1.WorkloadProfile{}}:
+			default:
+			}
+		}
+	})
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("resize").
 		WithLogConstructor(logctx.Constructor(c.log, "resize", "WorkloadProfile")).
 		For(&ballastv1.WorkloadProfile{}, builder.WithPredicates(flips)).
+		WatchesRawSource(source.Channel(released, handler.EnqueueRequestsFromMapFunc(c.allProfiles))).
 		Complete(reconcile.Func(c.Reconcile)); err != nil {
 		return err
 	}
@@ -155,6 +169,18 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		WithLogConstructor(logctx.Constructor(c.log, "resize-outcomes", "Pod")).
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(watched))).
 		Complete(reconcile.Func(c.ReconcilePod))
+}
+
+func (c *Controller) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &ballastv1.WorkloadProfileList{}
+	if err := c.client.List(ctx, list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return out
 }
 
 // watched selects the pods the outcome watch follows: resize mode with a resize-state.
