@@ -65,14 +65,27 @@ func (r Resources) List() corev1.ResourceList {
 // allocated resources and the actual resources in status; long-running containers
 // (regular and native sidecars) summed, at least the largest run-to-completion init
 // container plus the sidecars declared before it; plus the pod overhead. overrides
-// replaces spec requests by container name (a proposed resize); nil for none.
+// replaces spec requests by container name; nil for none.
 func Accounted(pod *corev1.Pod, overrides map[string]corev1.ResourceList) Resources {
+	return account(pod, overrides, true)
+}
+
+// Planned is what a pod will hold once a proposed resize (overrides, by container name)
+// is actuated: the kubelet's allocated and actual resources then equal the spec, so only
+// the spec counts.
+func Planned(pod *corev1.Pod, overrides map[string]corev1.ResourceList) Resources {
+	return account(pod, overrides, false)
+}
+
+func account(pod *corev1.Pod, overrides map[string]corev1.ResourceList, withStatus bool) Resources {
 	status := map[string]corev1.ContainerStatus{}
-	for _, s := range pod.Status.ContainerStatuses {
-		status[s.Name] = s
-	}
-	for _, s := range pod.Status.InitContainerStatuses {
-		status[s.Name] = s
+	if withStatus {
+		for _, s := range pod.Status.ContainerStatuses {
+			status[s.Name] = s
+		}
+		for _, s := range pod.Status.InitContainerStatuses {
+			status[s.Name] = s
+		}
 	}
 	one := func(c *corev1.Container) Resources {
 		spec := c.Resources.Requests

@@ -40,4 +40,8 @@ func TestAccounted(t *testing.T) {
 	if got, want := Accounted(p, map[string]corev1.ResourceList{"app": req(900, 128).Requests}), r(1060, 396); got != want {
 		t.Fatalf("override: %+v, want %+v", got, want)
 	}
+	// Once actuated, only the spec counts: the shrink to 100m frees what the kubelet held.
+	if got, want := Planned(p, map[string]corev1.ResourceList{"app": req(100, 128).Requests}), r(260, 224); got != want {
+		t.Fatalf("planned: %+v, want %+v", got, want)
+	}
 }

@@ -28,7 +28,7 @@ func Overrides(ts []ContainerTarget) map[string]corev1.ResourceList {
 const capSteps = 16
 
 // CapTargets is rung 4: it scales every request increase of the proposal down, per
-// resource, to the largest fraction for which Accounted(pod) stays within ceiling (what the
+// resource, to the largest fraction for which Planned(pod) stays within ceiling (what the
 // node can ever give the pod). Requests that shrink keep their target. A request that the
 // proposal sets equal to its limit keeps the limit equal (a Guaranteed pod stays
 // Guaranteed); any other request only moves down while its limit stays, so request ≤ limit
@@ -61,7 +61,7 @@ func CapTargets(pod *corev1.Pod, ts []ContainerTarget, ceiling Resources) ([]Con
 		fits := func(num int64) bool {
 			probe := cloneTargets(result)
 			apply(probe, num)
-			a := Accounted(pod, Overrides(probe))
+			a := Planned(pod, Overrides(probe))
 			if res == corev1.ResourceCPU {
 				return a.MilliCPU <= ceiling.MilliCPU
 			}

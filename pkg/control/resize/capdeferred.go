@@ -93,9 +93,12 @@ func (c *Controller) capDeferred(ctx context.Context, pod *corev1.Pod, why strin
 	base := allocatedPod(pod)
 	capped, ok := CapTargets(base, specTargets(pod), ceiling)
 	result, msg := "capped", fmt.Sprintf("Deferred growth capped at what node %s can hold (%s)", v.node.Name, why)
-	if !ok || unchanged(base, capped) {
+	// Nothing fits, or the node has room by every account and the kubelet still defers (a
+	// non-resource admission failure, which it also reports as Deferred): lowering cannot
+	// help, so the resize is reverted.
+	if !ok || unchanged(base, capped) || unchanged(pod, capped) {
 		capped = specTargets(base)
-		result, msg = "reverted", fmt.Sprintf("Deferred growth reverted to the allocated values: node %s has no room (%s)", v.node.Name, why)
+		result, msg = "reverted", fmt.Sprintf("Deferred growth on node %s reverted to the allocated values (%s)", v.node.Name, why)
 	}
 	c.metrics.Ladder.WithLabelValues(string(RungCap), result).Inc()
 	c.events.Ladder(pod, RungCap, msg)

@@ -118,7 +118,7 @@ func (c *Controller) relocate(ctx context.Context, pod *corev1.Pod, ts []Contain
 	if c.opts.Relocator == nil {
 		return false, nil
 	}
-	want := Accounted(pod, Overrides(ts)).List()
+	want := Planned(pod, Overrides(ts)).List()
 	took, err := c.opts.Relocator.Relocate(ctx, pod, want, why)
 	switch {
 	case err != nil:

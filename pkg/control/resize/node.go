@@ -188,7 +188,7 @@ func (c *Controller) proposals(v *nodeView, ps []proposal) ([]Proposal, map[stri
 	byKey := make(map[string]proposal, len(ps))
 	for _, p := range ps {
 		byKey[p.key()] = p
-		out = append(out, Proposal{Key: p.key(), Target: Accounted(p.pod, Overrides(p.targets())), Donor: p.donor})
+		out = append(out, Proposal{Key: p.key(), Target: Planned(p.pod, Overrides(p.targets())), Donor: p.donor})
 	}
 	return out, byKey
 }

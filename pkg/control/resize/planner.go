@@ -17,7 +17,7 @@ type NodePod struct {
 	Protected bool
 }
 
-// Proposal is a resize of one enrolled pod on the node: Target is Accounted(pod) with the
+// Proposal is a resize of one enrolled pod on the node: Target is Planned(pod) with the
 // proposed requests. Donor proposals are other profiles' pending shrinks, applied only
 // when a growth would otherwise not fit (rung 1 of the Deferred ladder).
 type Proposal struct {
