@@ -78,7 +78,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) error {
 		resize.New(mgr.GetClient(), mgr.GetAPIReader(), d.State, d.Resolver,
 			resize.NewMetrics(d.Registry, d.Metrics.Clamped, d.Metrics.KillSwitchSuppress),
 			resize.NewEvents(mgr.GetEventRecorderFor(ballastv1.EventComponent)), //nolint:staticcheck // core v1 Events (SPEC §11.3)
-			d.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all"}).
+			d.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests}).
 			WithLogger(d.log(ComponentAdjuster)).WithOOM(resize.NewStoreOOM(o.RedisURL), time.Second),
 	}
 	for _, r := range regs {

@@ -59,6 +59,9 @@ type Options struct {
 	Relocator Relocator
 	// ProfileRetry is when a profile-level skip is evaluated again (SPEC §8.1: 15m).
 	ProfileRetry time.Duration
+	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on the
+	// Deployments and StatefulSets of admission-sized pods (off by default).
+	PredictedRequests bool
 }
 
 func (o *Options) defaults() {
@@ -240,6 +243,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	pc := &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
 		interval: pol.Resize.Interval, now: c.now()}
+	if err := c.publishPredicted(ctx, pc); err != nil {
+		log.Error(err, "publishing predicted requests")
+	}
 	pods, err := c.candidates(ctx, wp.Name)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -2,14 +2,17 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -419,4 +422,42 @@ func TestResizeDryRun(t *testing.T) {
 	if evs := e.events(t, got); len(evs) != 0 {
 		t.Errorf("dry-run emitted events: %q", evs)
 	}
+}
+
+// TestResizePredictedRequests: with the flag on, the owner Deployment carries the pod-level
+// requests a recreated pod will be admitted with.
+func TestResizePredictedRequests(t *testing.T) {
+	e := startResizeEnv(t, func(o *app.Options) { o.PredictedRequests = true })
+	ctx := context.Background()
+	ns := e.namespace(t, "rz-pred")
+	labels := map[string]string{"app.kubernetes.io/name": "rz-pred", "app.kubernetes.io/component": "api", ballastv1.ModeLabel: "apply"}
+	tmpl := boundPod("x", ns, "apply", "rz-pred", "", res2("1", "1Gi", "2Gi"))
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec}}}
+	mustCreate(t, e.c, dep)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-1", Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "shop", UID: dep.UID, Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Selector: dep.Spec.Selector, Template: dep.Spec.Template}}
+	mustCreate(t, e.c, rs)
+	p := boundPod("shop-1-a", ns, "apply", "rz-pred", "", res2("1", "1Gi", "2Gi"))
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "shop-1", UID: rs.UID, Controller: ptr.To(true)}}
+	mustCreate(t, e.c, p)
+	e.readyProfile(t, p.Annotations[ballastv1.ProfileRefAnnotation], 240, 192<<20)
+	eventually(t, 30*time.Second, "predicted requests on the Deployment", func() error {
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+			return err
+		}
+		v := dep.Annotations["autoscaling.k8s.io/predicted-pod-requests"]
+		var got map[string]string
+		if err := json.Unmarshal([]byte(v), &got); err != nil {
+			return fmt.Errorf("annotation %q: %v", v, err)
+		}
+		mem := resource.MustParse(got["memory"])
+		// memory p75 of 192Mi samples, within the histogram's 2% bucket error.
+		if got["cpu"] != "300m" || mem.Value() < 192<<20 || float64(mem.Value()) > 1.02*float64(192<<20) {
+			return fmt.Errorf("annotation %q", v)
+		}
+		return nil
+	})
 }
