@@ -125,6 +125,32 @@ func TestResize(t *testing.T) {
 		})
 	})
 
+	t.Run("steady state: a pod at its recommendation costs no API write per interval", func(t *testing.T) {
+		ns := e.namespace(t, "rz-steady")
+		seed := boundPod("seed", ns, "measure", "rz-steady", "rz-big", res2("1", "1Gi", "2Gi"))
+		mustCreate(t, e.c, seed)
+		name := seed.Annotations[ballastv1.ProfileRefAnnotation]
+		e.readyProfile(t, name, 240, 192<<20)
+		// Admission sizes the resize pod to the recommendations: nothing drifts afterwards.
+		mustCreate(t, e.c, boundPod("steady", ns, "resize", "rz-steady", "rz-big", res2("1", "1Gi", "2Gi")))
+		key := types.NamespacedName{Namespace: ns, Name: "steady"}
+		p := e.running(t, key)
+		if cpuOf(p) != "300m" {
+			t.Fatalf("admission did not size the pod: cpu %s", cpuOf(p))
+		}
+		eventually(t, 30*time.Second, "two evaluations without drift", func() error {
+			if n := metric(t, e.reg, "ballast_resize_skipped_total", map[string]string{"reason": "no_drift", "profile": name}); n < 2 {
+				return fmt.Errorf("%v no_drift evaluations", n)
+			}
+			return nil
+		})
+		got := e.waitPod(t, key, "unchanged", func(*corev1.Pod) error { return nil })
+		if got.Generation != p.Generation || got.ResourceVersion != p.ResourceVersion ||
+			metric(t, e.reg, "ballast_resize_applied_total", map[string]string{"profile": name}) != 0 {
+			t.Fatalf("steady pod written: generation %d→%d resourceVersion %s→%s", p.Generation, got.Generation, p.ResourceVersion, got.ResourceVersion)
+		}
+	})
+
 	t.Run("an API rejection is recorded as Error with the blocked backoff", func(t *testing.T) {
 		e.makeNode(t, "rz-win", "8", "16Gi", 110, "windows")
 		ns := e.namespace(t, "rz-win")
