@@ -72,7 +72,7 @@ func TestAllocatedPod(t *testing.T) {
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: mcpu(1500), corev1.ResourceMemory: bytes(256 << 20)}}}}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
 			AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: mcpu(900), corev1.ResourceMemory: bytes(256 << 20)},
-			Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: mcpu(900), corev1.ResourceMemory: bytes(256 << 20)}}}}}}
+			Resources:          &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: mcpu(900), corev1.ResourceMemory: bytes(256 << 20)}}}}}}
 	base := allocatedPod(pod)
 	r := base.Spec.Containers[0].Resources
 	if r.Requests.Cpu().MilliValue() != 900 || r.Limits.Cpu().MilliValue() != 900 {
