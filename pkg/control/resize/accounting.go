@@ -78,14 +78,19 @@ func Planned(pod *corev1.Pod, overrides map[string]corev1.ResourceList) Resource
 }
 
 func account(pod *corev1.Pod, overrides map[string]corev1.ResourceList, withStatus bool) Resources {
-	status := map[string]corev1.ContainerStatus{}
-	if withStatus {
-		for _, s := range pod.Status.ContainerStatuses {
-			status[s.Name] = s
+	// Containers are few: a linear scan of the statuses allocates nothing.
+	status := func(name string) *corev1.ContainerStatus {
+		if !withStatus {
+			return nil
 		}
-		for _, s := range pod.Status.InitContainerStatuses {
-			status[s.Name] = s
+		for _, list := range [2][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+			for i := range list {
+				if list[i].Name == name {
+					return &list[i]
+				}
+			}
 		}
+		return nil
 	}
 	one := func(c *corev1.Container) Resources {
 		spec := c.Resources.Requests
@@ -93,7 +98,7 @@ func account(pod *corev1.Pod, overrides map[string]corev1.ResourceList, withStat
 			spec = o
 		}
 		r := FromList(spec)
-		if s, ok := status[c.Name]; ok {
+		if s := status(c.Name); s != nil {
 			r = r.Max(FromList(s.AllocatedResources))
 			if s.Resources != nil {
 				r = r.Max(FromList(s.Resources.Requests))
