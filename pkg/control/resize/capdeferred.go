@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -103,7 +104,7 @@ func (c *Controller) capDeferred(ctx context.Context, pod *corev1.Pod, why strin
 	c.metrics.Ladder.WithLabelValues(string(RungCap), result).Inc()
 	c.events.Ladder(pod, RungCap, msg)
 	log.Info("Deferred growth lowered", "result", result, "why", why, "ceiling_millicpu", ceiling.MilliCPU, "ceiling_bytes", ceiling.Bytes)
-	c.forget(pod.UID)
+	c.forget(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 	again, err := c.send(ctx, proposal{pod: pod, changes: withTargets(longRunningChanges(pod), capped), why: "cap"},
 		withTargets(longRunningChanges(pod), capped), nil)
 	if again {

@@ -83,6 +83,19 @@ type Relocator interface {
 	Relocate(ctx context.Context, pod *corev1.Pod, want corev1.ResourceList, reason string) (bool, error)
 }
 
+// podMark is per-pod ladder memory: a patch generation or a hand-over time.
+type podMark struct {
+	uid types.UID
+	gen int64
+	at  time.Time
+}
+
+// mark returns the pod's mark in m when it belongs to this pod (same UID).
+func mark(m map[types.NamespacedName]podMark, pod *corev1.Pod) (podMark, bool) {
+	v, ok := m[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}]
+	return v, ok && v.uid == pod.UID
+}
+
 // Controller is the resize controller.
 type Controller struct {
 	client   client.Client // the manager's client (cached reads)
@@ -96,14 +109,18 @@ type Controller struct {
 	log      logr.Logger
 
 	mu sync.Mutex
-	// since is the generation each pod's last Ballast patch produced (Observe's floor).
-	since map[types.UID]int64
+	// since is the generation each pod's last Ballast patch produced (Observe's floor),
+	// by pod name; the UID tells a re-created pod of the same name apart.
+	since map[types.NamespacedName]podMark
 	// guards are the nodes on which Ballast holds its key, with when it was taken.
 	guards map[string]time.Time
 	// noGuard are nodes where the API server dropped the field (gate off), until when.
 	noGuard map[string]time.Time
-	// handedOver are pods whose growth was handed to scheduler preemption, with when.
-	handedOver map[types.UID]time.Time
+	// handedOver are pods whose growth was handed to scheduler preemption (at = when).
+	handedOver map[types.NamespacedName]podMark
+	// planning counts the node passes in progress per node: the guard is never released
+	// under a pass that may be about to send a growth.
+	planning map[string]int
 
 	// oom is the OOM stream reader of fast raises (nil: none), polled every oomEvery.
 	oom      OOMSource
@@ -119,8 +136,8 @@ func New(c client.Client, api client.Reader, state *config.State, r *resolve.Res
 	}
 	o.defaults()
 	return &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, now: now, opts: o,
-		log: ctrl.Log.WithName("resize"), since: map[types.UID]int64{}, guards: map[string]time.Time{},
-		noGuard: map[string]time.Time{}, handedOver: map[types.UID]time.Time{}}
+		log: ctrl.Log.WithName("resize"), since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
+		noGuard: map[string]time.Time{}, handedOver: map[types.NamespacedName]podMark{}, planning: map[string]int{}}
 }
 
 // WithLogger sets the component logger (SPEC §11.4 --log-level-adjuster).

@@ -141,12 +141,18 @@ func (c *Controller) releaseGuard(ctx context.Context, node, why string) error {
 }
 
 // releaseIfIdle releases the guard of a node on which no Ballast resize is still settling
-// (Pending, InProgress, Deferred), or that has held it for longer than GuardHold.
-func (c *Controller) releaseIfIdle(ctx context.Context, node string) error {
+// (Pending, InProgress, Deferred) and no other node pass is running, or that has held it for
+// longer than GuardHold. own is the number of passes of the caller itself on the node.
+func (c *Controller) releaseIfIdle(ctx context.Context, node string, own ...int) error {
+	mine := 0
+	for _, n := range own {
+		mine += n
+	}
 	c.mu.Lock()
 	since, held := c.guards[node]
+	planning := c.planning[node] - mine
 	c.mu.Unlock()
-	if !held {
+	if !held || planning > 0 {
 		return nil
 	}
 	pods, err := c.podsOn(ctx, node)

@@ -106,6 +106,16 @@ func (c *Controller) protected(ctx context.Context, pods []*corev1.Pod) (map[str
 // planner"); requeue is true after a 409.
 func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, own []proposal) (bool, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("node", name, "profile", pc.profile.Name)
+	c.mu.Lock()
+	c.planning[name]++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.planning[name]--; c.planning[name] <= 0 {
+			delete(c.planning, name)
+		}
+		c.mu.Unlock()
+	}()
 	v, err := c.view(ctx, name)
 	if err != nil || v == nil {
 		return false, err
@@ -168,7 +178,7 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 		}
 	}
 	if !plan.Guard {
-		return requeue, c.releaseIfIdle(ctx, name)
+		return requeue, c.releaseIfIdle(ctx, name, 1)
 	}
 	return requeue, nil
 }

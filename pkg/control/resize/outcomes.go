@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,9 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 	log := ctrl.LoggerFrom(ctx)
 	pod := &corev1.Pod{}
 	if err := c.client.Get(ctx, req.NamespacedName, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	state := pod.Annotations[ballastv1.ResizeStateAnnotation]
@@ -31,8 +35,9 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, nil
 	}
 	c.mu.Lock()
-	since := c.since[pod.UID]
+	m, _ := mark(c.since, pod)
 	c.mu.Unlock()
+	since := m.gen
 	now := c.now()
 	obs := Observe(pod, since)
 	if t, changed := Next(state, obs); changed {
@@ -51,7 +56,7 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 		pod.Annotations[ballastv1.ResizeStateSinceAnnotation] = now.UTC().Format(time.RFC3339)
 	}
 	if !Settling(state) {
-		c.forget(pod.UID)
+		c.forget(req.NamespacedName)
 		return reconcile.Result{}, c.releaseIfIdle(ctx, pod.Spec.NodeName)
 	}
 	if state == ballastv1.ResizeStateDeferred {
@@ -60,11 +65,11 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 	return reconcile.Result{}, nil
 }
 
-func (c *Controller) forget(uid types.UID) {
+func (c *Controller) forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.since, uid)
-	delete(c.handedOver, uid)
+	delete(c.since, key)
+	delete(c.handedOver, key)
 }
 
 // escalate applies the ladder's time limits to a Deferred pod: after DonorWait (rung 1)
@@ -77,10 +82,10 @@ func (c *Controller) escalate(ctx context.Context, pod *corev1.Pod, now time.Tim
 		since = now
 	}
 	c.mu.Lock()
-	handed, wasHanded := c.handedOver[pod.UID]
+	handed, wasHanded := mark(c.handedOver, pod)
 	c.mu.Unlock()
 	if wasHanded {
-		if wait := c.opts.HandOverWait - now.Sub(handed); wait > 0 {
+		if wait := c.opts.HandOverWait - now.Sub(handed.at); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		return c.capDeferred(ctx, pod, fmt.Sprintf("scheduler preemption did not resolve it within %s", c.opts.HandOverWait))

@@ -63,7 +63,7 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 	now := c.now()
 	if err == nil {
 		c.mu.Lock()
-		c.since[pod.UID] = pod.Generation
+		c.since[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = podMark{uid: pod.UID, gen: pod.Generation}
 		c.mu.Unlock()
 		c.metrics.Applied.WithLabelValues(pol, pod.Namespace, profile).Inc()
 		c.events.Resized(pod)
