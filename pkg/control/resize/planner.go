@@ -163,7 +163,10 @@ func PlanNode(n Node, props []Proposal) Plan {
 			g.Room = free.Add(pending).Positive()
 			g.Shortfall = g.Need.Sub(g.Room).Positive()
 		}
-		plan.Guard = plan.Guard || g.Decision != DecisionSend
+		// At maxPods any growth is guarded: should the kubelet defer it after all (its
+		// accounting can differ from Ballast's), the scheduler's double count of the pod would
+		// always want a victim.
+		plan.Guard = plan.Guard || g.Decision != DecisionSend || plan.AtMaxPods
 	}
 	plan.Steps = append(append(append(plan.Steps, shrinks...), donors...), growths...)
 	return plan

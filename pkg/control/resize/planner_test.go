@@ -89,9 +89,15 @@ func TestPlanNodeMaxPods(t *testing.T) {
 	if p := PlanNode(n, nil); !p.AtMaxPods {
 		t.Error("a node holding maxPods pods is not reported at maxPods")
 	}
+	if p := PlanNode(n, []Proposal{{Key: "a", Target: r(200, 64)}}); !p.Guard || p.Steps[0].Decision != DecisionSend {
+		t.Errorf("a growth that fits on a full node: guard %v, steps %+v; want sent under the guard", p.Guard, p.Steps)
+	}
 	n.MaxPods = 3
 	if p := PlanNode(n, nil); p.AtMaxPods {
 		t.Error("room for a pod reported at maxPods")
+	}
+	if p := PlanNode(n, []Proposal{{Key: "a", Target: r(200, 64)}}); p.Guard {
+		t.Error("a growth that fits below maxPods took the guard")
 	}
 }
 
