@@ -135,6 +135,9 @@ func New(c client.Client, api client.Reader, state *config.State, r *resolve.Res
 		now = time.Now
 	}
 	o.defaults()
+	if o.DryRun {
+		ev = Events{} // dry-run emits no event (SPEC §10.3)
+	}
 	return &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, now: now, opts: o,
 		log: ctrl.Log.WithName("resize"), since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
 		noGuard: map[string]time.Time{}, handedOver: map[types.NamespacedName]podMark{}, planning: map[string]int{}}

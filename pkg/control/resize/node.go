@@ -116,6 +116,12 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 		}
 		c.mu.Unlock()
 	}()
+	if snap := c.state.Get(); snap.Active() {
+		c.metrics.Suppressed.WithLabelValues("resize").Inc()
+		log.Info("warning: kill switch active, no resize issued on the node", "action", "resize",
+			"kill_switch", true, "kill_switch_reason", snap.KillSwitch)
+		return false, nil
+	}
 	v, err := c.view(ctx, name)
 	if err != nil || v == nil {
 		return false, err
@@ -160,7 +166,7 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 		switch {
 		case s.Decision == DecisionNotNeeded:
 			continue
-		case s.Decision == DecisionSend:
+		case s.Decision == DecisionSend && (s.Shrink || guarded || !plan.AtMaxPods):
 			again, err = c.send(ctx, p, p.changes, p.clamps)
 		case !guarded:
 			log.Info("growth held back: the guard could not be taken", "pod", s.Key)
