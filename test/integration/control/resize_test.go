@@ -58,6 +58,13 @@ func TestResize(t *testing.T) {
 		key := types.NamespacedName{Namespace: ns, Name: "web"}
 		p := e.running(t, key)
 		name := p.Annotations[ballastv1.ProfileRefAnnotation]
+		// The profile's creation evaluated it while accruing: a profile-level not_ready skip.
+		eventually(t, 20*time.Second, "not_ready counted", func() error {
+			if metric(t, e.reg, "ballast_resize_skipped_total", map[string]string{"reason": "not_ready", "profile": name, "policy": ""}) == 0 {
+				return fmt.Errorf("no not_ready skip")
+			}
+			return nil
+		})
 		e.readyProfile(t, name, 240, 192<<20)
 
 		// cpu 1 → rec 300m, 50% of the gap: 650m; resize-state Pending; Resized.
