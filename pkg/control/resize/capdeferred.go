@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -101,14 +102,47 @@ func (c *Controller) capDeferred(ctx context.Context, pod *corev1.Pod, why strin
 		capped = specTargets(base)
 		result, msg = "reverted", fmt.Sprintf("Deferred growth on node %s reverted to the allocated values (%s)", v.node.Name, why)
 	}
+	changes := withTargets(longRunningChanges(pod), capped)
+	again, err := c.send(ctx, proposal{pod: pod, changes: changes, why: "cap"}, changes, nil)
+	if again || err != nil { // a 409: the pod changed; the next pass decides again
+		return reconcile.Result{Requeue: again}, err
+	}
+	// Counted once the lowered resize is accepted, so a retried pass counts once.
 	c.metrics.Ladder.WithLabelValues(string(RungCap), result).Inc()
 	c.events.Ladder(pod, RungCap, msg)
 	log.Info("Deferred growth lowered", "result", result, "why", why, "ceiling_millicpu", ceiling.MilliCPU, "ceiling_bytes", ceiling.Bytes)
 	c.forget(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
-	again, err := c.send(ctx, proposal{pod: pod, changes: withTargets(longRunningChanges(pod), capped), why: "cap"},
-		withTargets(longRunningChanges(pod), capped), nil)
-	if again {
-		return reconcile.Result{Requeue: true}, err
+	return reconcile.Result{}, nil
+}
+
+// revertInfeasible puts an Infeasible resize's spec back to what the kubelet allocated: the
+// kubelet will never actuate it, and until the spec matches, the scheduler and the kubelet
+// keep reserving max(spec, actual) for the pod. The Infeasible state and its blocked backoff
+// stay as recorded; no new resize-state is written.
+func (c *Controller) revertInfeasible(ctx context.Context, pod *corev1.Pod, why string) (bool, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "rung", RungCap)
+	if snap := c.state.Get(); snap.Active() || c.opts.DryRun {
+		return false, nil
 	}
-	return reconcile.Result{}, err
+	base := allocatedPod(pod)
+	back := specTargets(base)
+	if unchanged(pod, back) {
+		return false, nil
+	}
+	body, err := resizeBody(pod, withTargets(longRunningChanges(pod), back))
+	if err != nil {
+		return false, err
+	}
+	err = c.client.SubResource("resize").Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, body))
+	if _, rerr := ObserveError(err); rerr != nil {
+		return true, nil
+	}
+	if err != nil {
+		c.metrics.Ladder.WithLabelValues(string(RungCap), "revert_failed").Inc()
+		return false, fmt.Errorf("reverting the Infeasible resize of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	c.metrics.Ladder.WithLabelValues(string(RungCap), "reverted_infeasible").Inc()
+	c.events.Ladder(pod, RungCap, "Infeasible resize reverted to the allocated values: "+why)
+	log.Info("Infeasible resize reverted to the allocated values", "why", why, "patch", string(body))
+	return false, nil
 }

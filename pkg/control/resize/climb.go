@@ -46,12 +46,16 @@ func (c *Controller) climb(ctx context.Context, v *nodeView, plan Plan, s Step, 
 		log.Info("growth does not fit the node; not resized", "rung", RungCap, "shortfall_millicpu", s.Shortfall.MilliCPU, "shortfall_bytes", s.Shortfall.Bytes)
 		return false, nil
 	}
+	p.why = "cap"
+	again, err := c.send(ctx, p, withTargets(p.changes, capped), nil)
+	if again || err != nil {
+		return again, err
+	}
 	c.metrics.Ladder.WithLabelValues(string(RungCap), "capped").Inc()
 	c.events.Ladder(p.pod, RungCap, fmt.Sprintf("growth capped at what node %s can hold (short by %s cpu, %s memory; %s)",
 		v.node.Name, milli(s.Shortfall.MilliCPU), mib(s.Shortfall.Bytes), why))
 	log.Info("growth capped at what the node can hold", "rung", RungCap, "ceiling_millicpu", ceiling.MilliCPU, "ceiling_bytes", ceiling.Bytes)
-	p.why = "cap"
-	return c.send(ctx, p, withTargets(p.changes, capped), nil)
+	return false, nil
 }
 
 // inFlight reports whether the plan sends shrinks (room not actuated yet).

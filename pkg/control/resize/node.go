@@ -172,9 +172,10 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 			log.Info("growth held back: the guard could not be taken", "pod", s.Key)
 			continue
 		case s.Decision == DecisionAfterDonors:
-			c.events.Ladder(p.pod, RungDonors, "sent after the shrinks of other pods on the node, which make room once actuated")
-			c.metrics.Ladder.WithLabelValues(string(RungDonors), "after_donors").Inc()
-			again, err = c.send(ctx, p, p.changes, p.clamps)
+			if again, err = c.send(ctx, p, p.changes, p.clamps); !again && err == nil {
+				c.events.Ladder(p.pod, RungDonors, "sent after the shrinks of other pods on the node, which make room once actuated")
+				c.metrics.Ladder.WithLabelValues(string(RungDonors), "after_donors").Inc()
+			}
 		default:
 			again, err = c.climb(ctx, v, plan, s, p)
 		}

@@ -54,6 +54,19 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 			"profile", pod.Annotations[ballastv1.ProfileRefAnnotation], "policy", policyOf(pod))
 		state = t.To
 		pod.Annotations[ballastv1.ResizeStateSinceAnnotation] = now.UTC().Format(time.RFC3339)
+		if t.To == ballastv1.ResizeStateInfeasible {
+			// The kubelet accepted the patch and will never actuate it: put the spec back.
+			// A conflict re-reads the pod (its state is recorded, so no later pass comes here).
+			for try := 0; try < 3; try++ {
+				again, err := c.revertInfeasible(ctx, pod, t.Message)
+				if err != nil {
+					return reconcile.Result{}, err
+				}
+				if !again || c.api.Get(ctx, req.NamespacedName, pod) != nil {
+					break
+				}
+			}
+		}
 	}
 	if !Settling(state) {
 		c.forget(req.NamespacedName)

@@ -87,6 +87,45 @@ func TestResizeLadder(t *testing.T) {
 		})
 	})
 
+	t.Run("an Infeasible resize is recorded and its spec put back to the allocated values", func(t *testing.T) {
+		e.makeNode(t, "rz-inf", "8", "16Gi", 110, "linux")
+		ns := e.namespace(t, "rz-inf")
+		mustCreate(t, e.c, boundPod("inf", ns, "resize", "rz-inf", "rz-inf", res2("1", "1Gi", "2Gi")))
+		key := types.NamespacedName{Namespace: ns, Name: "inf"}
+		p := e.running(t, key)
+		name := p.Annotations[ballastv1.ProfileRefAnnotation]
+		e.readyProfile(t, name, 240, 192<<20)
+		e.waitPod(t, key, "resize sent", func(p *corev1.Pod) error {
+			if cpuOf(p) != "650m" {
+				return fmt.Errorf("cpu %s", cpuOf(p))
+			}
+			return nil
+		})
+		// The kubelet (static CPU manager, say) can never do it.
+		e.kubelet(t, key, func(p *corev1.Pod) {
+			p.Status.ObservedGeneration = p.Generation
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizePending,
+				Status: corev1.ConditionTrue, Reason: "Infeasible", Message: "static CPU manager policy", ObservedGeneration: p.Generation})
+		})
+		p = e.waitPod(t, key, "Infeasible recorded, spec reverted", func(p *corev1.Pod) error {
+			if s := p.Annotations[ballastv1.ResizeStateAnnotation]; s != ballastv1.ResizeStateInfeasible || cpuOf(p) != "1" {
+				return fmt.Errorf("state %q cpu %s", s, cpuOf(p))
+			}
+			return nil
+		})
+		if p.Annotations[ballastv1.ResizeBlockedAnnotation] != "static CPU manager policy" || p.Annotations[ballastv1.ResizeBlockedAtAnnotation] == "" {
+			t.Errorf("blocked annotations %v", p.Annotations)
+		}
+		e.waitEvent(t, p, "Warning ResizeInfeasible in-place resize infeasible: static CPU manager policy")
+		e.waitEvent(t, p, "Warning ResizeLadder cap: Infeasible resize reverted to the allocated values")
+		e.profile(t, name, "profile counts the Infeasible pod", func(wp *ballastv1.WorkloadProfile) error {
+			if wp.Status.Resize.InfeasiblePods != 1 {
+				return fmt.Errorf("resize status %+v", wp.Status.Resize)
+			}
+			return nil
+		})
+	})
+
 	t.Run("a Deferred growth past the ladder's time limit is reverted, not left to the kubelet's 3-minute recheck", func(t *testing.T) {
 		e.makeNode(t, "rz-stuck", "8", "16Gi", 110, "linux")
 		ns := e.namespace(t, "rz-stuck")
@@ -119,8 +158,8 @@ func TestResizeLadder(t *testing.T) {
 			return nil
 		})
 		e.waitEvent(t, p, "Warning ResizeLadder cap: Deferred growth on node rz-stuck reverted to the allocated values")
-		if metric(t, e.reg, "ballast_resize_ladder_total", map[string]string{"rung": "cap", "result": "reverted"}) != 1 {
-			t.Error("revert not counted")
+		if n := metric(t, e.reg, "ballast_resize_ladder_total", map[string]string{"rung": "cap", "result": "reverted"}); n != 1 {
+			t.Errorf("reverts counted %v, want 1", n)
 		}
 	})
 }
