@@ -44,6 +44,7 @@ test: tools ## run every test against the real servers (builds the tools first)
 bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/integration/store/ ./test/bench/ ./test/integration/nodeagent/
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./pkg/nodeagent/agent/
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count 3 ./pkg/control/resize/
 
 .PHONY: demo
 demo: tools build ## run the measure → profile → apply loop locally (DEMO_FLAGS=--keep keeps it running)

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/policies"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
+	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 )
 
@@ -76,6 +78,7 @@ type Controllers struct {
 	Namespaced *policies.Controller
 	Enrollment *enrollment.Controller
 	Profiles   *profiles.Controller
+	Resize     *resize.Controller
 }
 
 // Register lists every controller explicitly; there is no init-time registration.
@@ -91,8 +94,13 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		Namespaced: policies.NewNamespaced(d.Clock, c, d.State, pm, d.Events, d.log(ComponentPolicies)),
 		Enrollment: enrollment.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver, enrollment.NewMetrics(d.Registry), d.log(ComponentWatcher)),
 		Profiles:   profiles.New(d.Clock, c, d.State, d.Resolver, d.Store, profiles.NewMetrics(d.Registry), d.log(ComponentCollector)),
+		Resize: resize.New(c, mgr.GetAPIReader(), d.State, d.Resolver,
+			resize.NewMetrics(d.Registry, d.shared.Clamped),
+			resize.NewEvents(mgr.GetEventRecorderFor(ballastv1.EventComponent)), //nolint:staticcheck // core v1 Events (SPEC §11.3)
+			d.Clock.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests}).
+			WithLogger(d.log(ComponentAdjuster)).WithOOM(resize.NewStoreOOM(o.RedisURL), time.Second),
 	}
-	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles}
+	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles, cs.Resize}
 	for _, r := range regs {
 		if err := r.Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering %T: %w", r, err)

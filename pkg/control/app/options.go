@@ -39,6 +39,8 @@ type Options struct {
 	LogLevelAdjuster       string
 	LogStdout              bool
 	LogStdoutFields        string
+	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on owners.
+	PredictedRequests bool
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -99,6 +101,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevelWatcher, "log-level-watcher", o.LogLevelWatcher, "log level of enrollment (default --log-level)")
 	fs.StringVar(&o.LogLevelCollector, "log-level-collector", o.LogLevelCollector, "log level of profile statistics (default --log-level)")
 	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
+	fs.BoolVar(&o.PredictedRequests, "predicted-requests-annotation", o.PredictedRequests, "publish autoscaling.k8s.io/predicted-pod-requests (Karpenter's in-place RFC) on the Deployments and StatefulSets of sized pods; needs get and patch on them")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
 	fs.StringVar(&o.LogStdoutFields, "log-stdout-fields", o.LogStdoutFields, `JSON object of static fields added to every log line, e.g. {"cluster":"prod-eu"}`)
 }
