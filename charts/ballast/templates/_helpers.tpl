@@ -66,8 +66,22 @@ helm.sh/chart: {{ include "ballast.chart" .ctx }}
 /certs/webhook
 {{- end -}}
 
+{{/* An image reference from (dict "image" <values> "ctx" $): repository@digest when a
+digest is set, else repository:tag with the tag defaulting to the chart's appVersion. */}}
+{{- define "ballast.imageRef" -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" .image.repository .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .image.repository (default .ctx.Chart.AppVersion .image.tag) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "ballast.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- include "ballast.imageRef" (dict "image" .Values.image "ctx" .) -}}
+{{- end -}}
+
+{{- define "ballast.agentImage" -}}
+{{- include "ballast.imageRef" (dict "image" .Values.agent.image "ctx" .) -}}
 {{- end -}}
 
 {{/* The store URL both binaries use. */}}
