@@ -89,7 +89,7 @@ func checkImage(t *testing.T, archive, name, version string) {
 		t.Errorf("image name %q", ref)
 	}
 	var manifest struct {
-		Config struct{ Digest string } `json:"config"`
+		Config struct{ Digest string }      `json:"config"`
 		Layers []struct{ MediaType string } `json:"layers"`
 	}
 	mustJSON(t, blobs[blobPath(m.Digest)], &manifest)
