@@ -84,6 +84,20 @@ digest is set, else repository:tag with the tag defaulting to the chart's appVer
 {{- include "ballast.imageRef" (dict "image" .Values.agent.image "ctx" .) -}}
 {{- end -}}
 
+{{/*
+"true" when cert-manager issues the webhook certificate, "" for the built-in certificates.
+An explicit certManager.enabled wins; "auto" follows whether the cluster serves
+cert-manager's Certificate API.
+*/}}
+{{- define "ballast.certManager" -}}
+{{- $e := .Values.certManager.enabled -}}
+{{- if kindIs "bool" $e -}}
+{{- if $e -}}true{{- end -}}
+{{- else if .Capabilities.APIVersions.Has "cert-manager.io/v1/Certificate" -}}
+true
+{{- end -}}
+{{- end -}}
+
 {{/* The store URL both binaries use. */}}
 {{- define "ballast.redisURL" -}}
 {{- if .Values.valkey.enabled -}}
@@ -141,7 +155,7 @@ seccompProfile:
 - --metrics-bind-address=0
 {{- end }}
 - --webhook-cert-path={{ include "ballast.webhookCertPath" . }}
-{{- if .Values.certManager.enabled }}
+{{- if include "ballast.certManager" . }}
 - --webhook-cert-mode=files
 {{- else }}
 - --webhook-cert-mode=builtin
