@@ -20,8 +20,8 @@ import (
 func runtimeRaw(s string) runtime.RawExtension { return runtime.RawExtension{Raw: []byte(s)} }
 
 // checkWebhook is `ballast-control check-webhook <url> <ca-file>`, the chart's `helm test`:
-// it sends the admission webhook at url (its Service) an AdmissionReview for a pod that is
-// not enrolled, verifying the serving certificate with the CA in ca-file, and fails unless
+// it sends the admission webhook at url (its Service) a dry-run AdmissionReview for a pod in
+// measure mode, verifying the serving certificate with the CA in ca-file, and fails unless
 // the webhook answers for that request and allows it.
 func checkWebhook(ctx context.Context, url, caFile string) error {
 	if url == "" || caFile == "" {
@@ -35,14 +35,16 @@ func checkWebhook(ctx context.Context, url, caFile string) error {
 	if !pool.AppendCertsFromPEM(ca) {
 		return fmt.Errorf("%s holds no PEM certificate", caFile)
 	}
+	dryRun := true
 	uid := types.UID(fmt.Sprintf("helm-test-%d", time.Now().UnixNano()))
 	review := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{
-			UID: uid, Operation: admissionv1.Create, Namespace: "default", Name: "helm-test",
+			UID: uid, Operation: admissionv1.Create, Namespace: "default", Name: "helm-test", DryRun: &dryRun,
 			Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
-			Object: runtimeRaw(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"helm-test","namespace":"default"},` +
+			Object: runtimeRaw(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"helm-test","namespace":"default",` +
+				`"labels":{"ballast.tightlinesoftware.com/mode":"measure"}},` +
 				`"spec":{"containers":[{"name":"c","image":"none"}]}}`),
 		},
 	}

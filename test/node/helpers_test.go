@@ -77,7 +77,7 @@ valkey:
     enabled: false
 `)
 	fast := filepath.Join(n.Dir, "values-fast.yaml")
-	writeFile(t, fast, `# Test speed: 1 s sampling, profiles Sufficient after 20 samples over 20 s.
+	writeFile(t, fast, `# Test speed: 1 s sampling (Summary every 5 s), profiles Sufficient after 5 samples over 20 s.
 defaultMetricsSources:
   kubernetesMetrics:
     pollInterval: "1s"
@@ -90,7 +90,7 @@ defaultClusterResourcePolicy:
     - {resource: memory, field: limit, aggregation: p99, headroom: "1.2"}
     - {resource: ephemeral-storage, field: request, source: kubelet-summary, aggregation: p90, headroom: "1.0"}
   readiness:
-    minDataPoints: 20
+    minDataPoints: 5
     minTimeSpan: 20s
     maxCV: "2.0"
 `)

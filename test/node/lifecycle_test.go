@@ -82,6 +82,14 @@ var documentedLeftovers = []string{
 // (the CRDs with the WorkloadProfiles, the built-in certificate Secret, the leader Lease).
 func testUninstall(t *testing.T, ctx context.Context) {
 	helm(t, "uninstall", release, "-n", namespace, "--wait", "--timeout", "3m")
+	// --wait returns once the objects are deleted; their pods may still be terminating.
+	harness.Eventually(t, time.Minute, "release pods gone", func() error {
+		pods, err := n.Clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil || len(pods.Items) > 0 {
+			return fmt.Errorf("%v pods left: %v", len(pods.Items), err)
+		}
+		return nil
+	})
 	left := leftovers(t, ctx)
 	for _, l := range left {
 		if !slices.Contains(documentedLeftovers, l) {

@@ -187,6 +187,8 @@ func (n *Node) Stop() {
 	n.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
+		// Keep the pods' logs (the tmpfs /var/log vanishes with the namespace).
+		_, _ = run(ctx, "cp", "-r", "/var/log/pods", filepath.Join(n.Dir, "pod-logs"))
 		if n.Clientset != nil && n.kubelet != nil && n.kubelet.alive() == nil {
 			n.deleteAllPods(ctx)
 		}

@@ -48,7 +48,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 `
 
 const cniConfig = `{"cniVersion": "0.4.0", "name": "node-tier", "plugins": [
- {"type": "bridge", "bridge": "ballast0", "isGateway": true, "ipMasq": false,
+ {"type": "bridge", "bridge": "ballast0", "isGateway": true, "isDefaultGateway": true, "ipMasq": false,
   "ipam": {"type": "host-local", "dataDir": "/run/cni-ipam", "ranges": [[{"subnet": %q}]]}},
  {"type": "loopback"}]}
 `

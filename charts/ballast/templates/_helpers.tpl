@@ -202,6 +202,12 @@ $(VAR) references are expanded by the kubelet.
 {{- else if .Values.agent.kubelet.caFile }}
 - --kubelet-ca-file={{ .Values.agent.kubelet.caFile }}
 {{- end }}
+{{- with .Values.defaultMetricsSources.kubeletSummary }}
+{{- if .enabled }}
+{{- /* The agent reads the Summary on its own clock; follow the chart's kubelet-summary source. */}}
+- --kubelet-interval={{ .pollInterval }}
+{{- end }}
+{{- end }}
 - --health-probe-bind-address=:{{ .Values.agent.healthPort }}
 {{- if .Values.telemetry.prometheus.enabled }}
 - --metrics-bind-address=:{{ .Values.telemetry.prometheus.port }}
