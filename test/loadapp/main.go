@@ -80,7 +80,7 @@ func oomChild(after time.Duration) {
 	cmd := exec.Command("/proc/self/exe", "-hog")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	err := cmd.Run()
-	fmt.Printf("loadapp: OOM child ended: %v\n", err)
+	fmt.Printf("loadapp: OOM child ended at %d ms: %v\n", time.Now().UnixMilli(), err)
 }
 
 func allocateForever() {

@@ -40,8 +40,10 @@ func TestLint(t *testing.T) {
 }
 
 // TestRenderDefaults checks the objects a default install creates (SPEC §13.2, §7.1, §5.2).
+// The cluster serves cert-manager's API, so certManager.enabled auto chooses cert-manager
+// (TestRenderCertManagerAuto covers the other cases).
 func TestRenderDefaults(t *testing.T) {
-	m := newHelm(t).mustTemplate(t)
+	m := newHelm(t).mustTemplate(t, "--api-versions", "cert-manager.io/v1/Certificate")
 
 	want := []string{
 		"BallastConfig/ballast",
@@ -57,6 +59,8 @@ func TestRenderDefaults(t *testing.T) {
 		"MetricsSource/kubelet-summary", "MetricsSource/kubernetes-metrics",
 		"MutatingWebhookConfiguration/ballast",
 		"PersistentVolumeClaim/ballast-valkey",
+		"Pod/ballast-test-webhook",
+		"PodDisruptionBudget/ballast",
 		"Role/ballast-killswitch", "Role/ballast-leader-election",
 		"RoleBinding/ballast-killswitch", "RoleBinding/ballast-leader-election",
 		"Service/ballast-valkey", "Service/ballast-webhook",
