@@ -81,7 +81,8 @@ digest is set, else repository:tag with the tag defaulting to the chart's appVer
 {{- end -}}
 
 {{- define "ballast.agentImage" -}}
-{{- include "ballast.imageRef" (dict "image" .Values.agent.image "ctx" .) -}}
+{{- /* A release installed before agent.image existed (helm upgrade --reuse-values) keeps working. */ -}}
+{{- include "ballast.imageRef" (dict "image" (default (dict "repository" "ballastk8s/ballast-node") .Values.agent.image) "ctx" .) -}}
 {{- end -}}
 
 {{/*
