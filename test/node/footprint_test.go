@@ -52,9 +52,11 @@ func measureFootprint(t *testing.T, ctx context.Context, interval string) {
 	wall := t1.Sub(t0).Seconds()
 	agentPct := float64(a1-a0) / 1e9 / wall * 100
 	kubeletPct := (k1 - k0).Seconds() / wall * 100
-	rss := agentRSS(t, agent)
-	t.Logf("footprint at %s sampling over %.0f s, %d enrolled pods: ballast-node %.2f %% of a core, RSS %.1f MiB; kubelet %.2f %% of a core",
-		interval, wall, len(enrolled.Items), agentPct, float64(rss)/(1<<20), kubeletPct)
+	mem := agentMemory(t, agent)
+	mib := func(k string) float64 { return float64(mem[k]) / 1024 }
+	t.Logf("footprint at %s sampling over %.0f s, %d enrolled pods: ballast-node %.2f %% of a core, RSS %.1f MiB "+
+		"(anonymous %.1f, file %.1f); kubelet %.2f %% of a core",
+		interval, wall, len(enrolled.Items), agentPct, mib("VmRSS"), mib("RssAnon"), mib("RssFile"), kubeletPct)
 }
 
 // podCgroup finds the pod's cgroup directory in the v1 controller hierarchy ctrl.
@@ -94,14 +96,14 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
-// agentRSS is the VmRSS of the agent container's process.
-func agentRSS(t *testing.T, p corev1.Pod) uint64 {
+// agentMemory returns the memory lines (kB) of the agent process's /proc/<pid>/status.
+func agentMemory(t *testing.T, p corev1.Pod) map[string]uint64 {
 	t.Helper()
 	dir, err := podCgroup("memory", p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rss uint64
+	mem := map[string]uint64{}
 	harness.Eventually(t, 10*time.Second, "agent process found", func() error {
 		procs, _ := filepath.Glob(filepath.Join(dir, "*", "cgroup.procs"))
 		for _, f := range procs {
@@ -113,15 +115,14 @@ func agentRSS(t *testing.T, p corev1.Pod) uint64 {
 				}
 				st, _ := os.ReadFile("/proc/" + pid + "/status")
 				for _, line := range strings.Split(string(st), "\n") {
-					if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-						kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-						rss = kb << 10
-						return nil
+					if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(v, " kB") {
+						mem[k], _ = strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 					}
 				}
+				return nil
 			}
 		}
 		return fmt.Errorf("no ballast-node process under %s", dir)
 	})
-	return rss
+	return mem
 }
