@@ -209,7 +209,11 @@ func valkeyCLI(ctx context.Context, addr string, args ...string) (string, error)
 			return "", err
 		}
 	}
-	return run(ctx, bin, append([]string{"-h", host, "-p", port, "--no-raw"}, args...)...)
+	out, err := run(ctx, bin, append([]string{"-h", host, "-p", port, "--no-raw"}, args...)...)
+	if err == nil && (strings.HasPrefix(out, "(error)") || strings.Contains(out, "DENIED") || strings.HasPrefix(out, "ERR")) {
+		err = fmt.Errorf("valkey-cli %v: %s", args, out) // the cli exits 0 on server errors
+	}
+	return out, err
 }
 
 // quantity parses q, failing the test on a malformed value.

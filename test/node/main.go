@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,12 +97,16 @@ func outer() int {
 		fmt.Fprintln(os.Stderr, "node tier: unshare:", err)
 		return 1
 	}
+	child, pidNS := innerProcess(cmd.Process.Pid)
 	go func() {
+		// unshare ignores SIGINT and SIGTERM while it waits: tell the inner binary itself,
+		// which tears the node down (and --kill-child covers unshare dying).
 		for range sigs {
-			_ = cmd.Process.Signal(syscall.SIGTERM) // unshare passes SIGTERM on (--kill-child)
+			if child > 0 {
+				_ = syscall.Kill(child, syscall.SIGTERM)
+			}
 		}
 	}()
-	pidNS := innerPIDNamespace(cmd.Process.Pid)
 	code := 0
 	if err := cmd.Wait(); err != nil {
 		code = 1
@@ -164,18 +169,20 @@ func lockTier() (func(), error) {
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
-// innerPIDNamespace returns the PID namespace of unshare's child (the inner test binary),
-// to check later that no process of it survived.
-func innerPIDNamespace(unsharePID int) string {
+// innerProcess returns the PID (as the host sees it) and the PID namespace of unshare's
+// child, the inner test binary: signals go to it, and no process of that namespace may
+// survive.
+func innerProcess(unsharePID int) (int, string) {
 	self, _ := os.Readlink("/proc/self/ns/pid")
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 250; i++ {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", unsharePID, unsharePID))
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			if ns, err := os.Readlink("/proc/" + f[0] + "/ns/pid"); err == nil && ns != self {
-				return ns
+				pid, _ := strconv.Atoi(f[0])
+				return pid, ns
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return ""
+	return 0, ""
 }
