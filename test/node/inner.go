@@ -45,7 +45,12 @@ func inner(m *testing.M, dir string, out **Node) int {
 			case <-stopped:
 			}
 		}()
-		defer func() { close(stopped); n.Stop() }()
+		defer func() {
+			close(stopped)
+			t0 := time.Now()
+			n.Stop()
+			fmt.Printf("node tier: teardown (pods, kubelet, containerd, control plane, cgroups) in %s\n", time.Since(t0).Round(100*time.Millisecond))
+		}()
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "node tier: starting the node:", err)

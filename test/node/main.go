@@ -79,7 +79,7 @@ func outer() int {
 		fmt.Fprintln(os.Stderr, "node tier: the host already has kubepods cgroups in use (another kubelet?):", err)
 		return 1
 	}
-	before := hostLinks()
+	before, began := hostLinks(), time.Now()
 	dir, err := os.MkdirTemp("", "ballast-node-tier-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "node tier:", err)
@@ -120,7 +120,8 @@ func outer() int {
 		fmt.Fprintf(os.Stderr, "node tier: teardown left things behind (logs kept in %s):\n  %s\n", dir, strings.Join(leaks, "\n  "))
 		return 1
 	}
-	fmt.Println("node tier: teardown check passed: no process, mount, network link or cgroup left")
+	fmt.Printf("node tier: teardown check passed: no process, mount, network link or cgroup left (tier %s in all)\n",
+		time.Since(began).Round(time.Second))
 	if code == 0 || os.Getenv("BALLAST_NODE_TIER_KEEP") == "" {
 		if code != 0 {
 			fmt.Fprintf(os.Stderr, "node tier: component logs were under %s (set BALLAST_NODE_TIER_KEEP=1 to keep them)\n", dir)
