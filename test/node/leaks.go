@@ -100,3 +100,34 @@ func checkTeardown(dir, pidNS string, linksBefore []string) []string {
 	}
 	return leaks
 }
+
+// kubeletSysctls are the host-wide kernel settings the kubelet sets at start
+// (pkg/kubelet/cm setupKernelTunables, protectKernelDefaults false). They are not
+// namespaced, so the tier saves them before and restores them after.
+var kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+
+func saveSysctls() map[string]string {
+	out := map[string]string{}
+	for _, k := range kubeletSysctls {
+		if b, err := os.ReadFile("/proc/sys/" + k); err == nil {
+			out[k] = strings.TrimSpace(string(b))
+		}
+	}
+	return out
+}
+
+// restoreSysctls writes the saved values back and returns those that still differ.
+func restoreSysctls(saved map[string]string) []string {
+	var leaks []string
+	for k, v := range saved {
+		b, err := os.ReadFile("/proc/sys/" + k)
+		if err == nil && strings.TrimSpace(string(b)) == v {
+			continue
+		}
+		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
+			leaks = append(leaks, fmt.Sprintf("sysctl %s: restoring %s: %v", k, v, err))
+		}
+	}
+	return leaks
+}

@@ -9,7 +9,8 @@
 // cluster started (pods included), the veth and bridge vanish with the network namespace,
 // and the tmpfs mounts with the mount namespace. Only the kubelet's cgroups live in the
 // host's hierarchy; the outer process removes them and then checks that no process,
-// mount, network link or cgroup was left behind, failing the package if one was.
+// mount, network link or cgroup was left behind, failing the package if one was, and puts
+// back the host-wide kernel settings the kubelet changes (vm.overcommit_memory, kernel.panic...).
 //
 // Two stand-ins are named as such: kube-proxy and cluster DNS are replaced by a small
 // in-process service proxy and DNS responder (svcproxy.go), because this machine has no
@@ -79,7 +80,7 @@ func outer() int {
 		fmt.Fprintln(os.Stderr, "node tier: the host already has kubepods cgroups in use (another kubelet?):", err)
 		return 1
 	}
-	before, began := hostLinks(), time.Now()
+	before, sysctls, began := hostLinks(), saveSysctls(), time.Now()
 	dir, err := os.MkdirTemp("", "ballast-node-tier-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "node tier:", err)
@@ -115,12 +116,12 @@ func outer() int {
 		}
 	}
 	signal.Stop(sigs)
-	leaks := checkTeardown(dir, pidNS, before)
+	leaks := append(checkTeardown(dir, pidNS, before), restoreSysctls(sysctls)...)
 	if len(leaks) > 0 {
 		fmt.Fprintf(os.Stderr, "node tier: teardown left things behind (logs kept in %s):\n  %s\n", dir, strings.Join(leaks, "\n  "))
 		return 1
 	}
-	fmt.Printf("node tier: teardown check passed: no process, mount, network link or cgroup left (tier %s in all)\n",
+	fmt.Printf("node tier: teardown check passed: no process, mount, network link or cgroup left, kernel settings restored (tier %s in all)\n",
 		time.Since(began).Round(time.Second))
 	if code == 0 || os.Getenv("BALLAST_NODE_TIER_KEEP") == "" {
 		if code != 0 {
