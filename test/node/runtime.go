@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -208,13 +207,15 @@ func (n *Node) deleteAllPods(ctx context.Context) {
 	for _, p := range pods.Items {
 		_ = n.Clientset.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)})
 	}
-	_ = poll(ctx, 40*time.Second, "pods gone", func() error {
-		out, err := run(ctx, "ctr", "-a", ctrdSock, "-n", "k8s.io", "tasks", "ls", "-q")
+	// The API server drops a pod once the kubelet has stopped its containers; the sandboxes
+	// the kubelet would garbage-collect later are killed by killContainers.
+	_ = poll(ctx, 30*time.Second, "pods gone", func() error {
+		left, err := n.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
-		if s := strings.TrimSpace(out); s != "" {
-			return errors.New("tasks left: " + s)
+		if len(left.Items) > 0 {
+			return fmt.Errorf("%d pods left", len(left.Items))
 		}
 		return nil
 	})
