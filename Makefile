@@ -39,10 +39,11 @@ verify: generate ## regenerate everything and fail if the tree changed
 	@cd hack/imagebuild && $(GO) mod tidy -diff
 
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and the dependency-direction check (hack/checkdeps)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 	cd hack/imagebuild && $(GO) vet ./...
+	$(GO) run ./hack/checkdeps
 
 .PHONY: test
 test: tools images ## run every test against the real servers, the real-node tier included (builds the tools and images first)
@@ -50,7 +51,7 @@ test: tools images ## run every test against the real servers, the real-node tie
 
 .PHONY: bench
 bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./pkg/store/ ./test/bench/ ./test/integration/nodeagent/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/integration/store/ ./test/bench/ ./test/integration/nodeagent/
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./pkg/nodeagent/agent/
 
 .PHONY: demo

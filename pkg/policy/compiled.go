@@ -3,11 +3,9 @@ package policy
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/identity"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -23,18 +21,12 @@ type Compiled struct {
 	// (ballastv1.DefaultPolicySpec).
 	Spec ballastv1.ResourcePolicySpec
 
-	// Headroom[i] is Spec.Metrics[i].Headroom parsed; blank is 1.0.
-	Headroom []Decimal
-	// MinTimeSpan is readiness.minTimeSpan.
-	MinTimeSpan time.Duration
-	// MaxCV is readiness.maxCV.
-	MaxCV Decimal
-	// CVMeanFloor holds the parsed floors; a resource without an entry has no floor.
-	CVMeanFloor map[string]resource.Quantity
-	// ResizeInterval is behaviors.resize.interval.
-	ResizeInterval time.Duration
-	// MaxChangePerCycle is behaviors.resize.maxChangePerCycle in percent.
-	MaxChangePerCycle Decimal
+	// Metrics are Spec.Metrics parsed, in spec order.
+	Metrics []Metric
+	// Readiness are the readiness settings, parsed.
+	Readiness Readiness
+	// Resize are the resize settings and thresholds, parsed.
+	Resize Resize
 
 	kinds         []string
 	include       []Pattern
@@ -64,22 +56,19 @@ func Compile(kind, namespace, name string, generation int64, spec ballastv1.Reso
 		return nil, verr
 	}
 	return &Compiled{
-		Kind:              kind,
-		Namespace:         namespace,
-		Name:              name,
-		Generation:        generation,
-		Spec:              defaulted,
-		Headroom:          p.headroom,
-		MinTimeSpan:       p.minTimeSpan,
-		MaxCV:             p.maxCV,
-		CVMeanFloor:       p.cvMeanFloor,
-		ResizeInterval:    p.resizeInterval,
-		MaxChangePerCycle: p.maxChange,
-		kinds:             slices.Clone(defaulted.Selector.Kinds),
-		include:           p.include,
-		exclude:           p.exclude,
-		annotations:       p.annotations,
-		labelSelector:     p.labelSelector,
+		Kind:          kind,
+		Namespace:     namespace,
+		Name:          name,
+		Generation:    generation,
+		Spec:          defaulted,
+		Metrics:       p.metrics,
+		Readiness:     p.readiness,
+		Resize:        p.resize,
+		kinds:         slices.Clone(defaulted.Selector.Kinds),
+		include:       p.include,
+		exclude:       p.exclude,
+		annotations:   p.annotations,
+		labelSelector: p.labelSelector,
 	}, nil
 }
 
@@ -108,14 +97,14 @@ func (c *Compiled) Discriminator() string { return identity.Discriminator(c.Kind
 // ClusterResourcePolicy, <namespace>/<name> for a ResourcePolicy.
 func (c *Compiled) RefAnnotation() string {
 	if c.Kind == ballastv1.KindResourcePolicy {
-		return c.Namespace + "/" + c.Name
+		return ballastv1.PolicyRefValue(c.Namespace, c.Name)
 	}
 	return c.Name
 }
 
 // ResizeThreshold is the drift threshold, in percent, of (resource, field) (SPEC §8.3).
 func (c *Compiled) ResizeThreshold(resource, field string) Decimal {
-	return ResizeThreshold(c.Spec, resource, field)
+	return c.Resize.Threshold(resource, field)
 }
 
 // Matches reports whether the policy's selector matches the pod (SPEC §3.4 step 2): kinds

@@ -7,7 +7,6 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // compiled is the parsed view of a Compiled that tests compare.
@@ -16,25 +15,22 @@ type compiled struct {
 	MinDataPoints     int64
 	MinTimeSpan       time.Duration
 	MaxCV             string
-	CVMeanFloor       map[string]string
+	CVMeanFloor       map[string]int64
 	ResizeInterval    time.Duration
 	MaxChangePerCycle string
 }
 
 func view(c *Compiled) compiled {
 	v := compiled{
-		MinDataPoints:     c.Spec.Readiness.MinDataPoints,
-		MinTimeSpan:       c.MinTimeSpan,
-		MaxCV:             c.MaxCV.String(),
-		ResizeInterval:    c.ResizeInterval,
-		MaxChangePerCycle: c.MaxChangePerCycle.String(),
-		CVMeanFloor:       map[string]string{},
+		MinDataPoints:     c.Readiness.MinDataPoints,
+		MinTimeSpan:       c.Readiness.MinTimeSpan,
+		MaxCV:             c.Readiness.MaxCV.String(),
+		ResizeInterval:    c.Resize.Interval,
+		MaxChangePerCycle: c.Resize.MaxChangePerCycle.String(),
+		CVMeanFloor:       c.Readiness.CVMeanFloor,
 	}
-	for _, h := range c.Headroom {
-		v.Headroom = append(v.Headroom, h.String())
-	}
-	for k, q := range c.CVMeanFloor {
-		v.CVMeanFloor[k] = q.String()
+	for _, m := range c.Metrics {
+		v.Headroom = append(v.Headroom, m.Headroom.String())
 	}
 	return v
 }
@@ -50,7 +46,7 @@ func TestCompileParsesAndDefaults(t *testing.T) {
 			}},
 			want: compiled{
 				Headroom: []string{"1.0"}, MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: "1.5",
-				CVMeanFloor:    map[string]string{"cpu": "25m", "memory": "25Mi", "ephemeral-storage": "2Mi"},
+				CVMeanFloor:    map[string]int64{"cpu": 25, "memory": 25 << 20, "ephemeral-storage": 2 << 20},
 				ResizeInterval: 15 * time.Minute, MaxChangePerCycle: "50",
 			},
 		},
@@ -65,13 +61,13 @@ func TestCompileParsesAndDefaults(t *testing.T) {
 			},
 			want: compiled{
 				Headroom: []string{"1.25"}, MinDataPoints: 5, MinTimeSpan: time.Minute, MaxCV: "2.0",
-				CVMeanFloor: map[string]string{"cpu": "0"}, ResizeInterval: 30 * time.Second, MaxChangePerCycle: "25",
+				CVMeanFloor: map[string]int64{"cpu": 0}, ResizeInterval: 30 * time.Second, MaxChangePerCycle: "25",
 			},
 		},
 		"an explicit empty cvMeanFloor disables every floor": {
 			spec: ballastv1.ResourcePolicySpec{Readiness: ballastv1.Readiness{CVMeanFloor: map[string]string{}}},
 			want: compiled{
-				MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: "1.5", CVMeanFloor: map[string]string{},
+				MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: "1.5", CVMeanFloor: map[string]int64{},
 				ResizeInterval: 15 * time.Minute, MaxChangePerCycle: "50",
 			},
 		},
@@ -80,7 +76,7 @@ func TestCompileParsesAndDefaults(t *testing.T) {
 				CVMeanFloor: map[string]string{"cpu": "", "memory": "10Mi"},
 			}},
 			want: compiled{
-				MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: "1.5", CVMeanFloor: map[string]string{"memory": "10Mi"},
+				MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: "1.5", CVMeanFloor: map[string]int64{"memory": 10 << 20},
 				ResizeInterval: 15 * time.Minute, MaxChangePerCycle: "50",
 			},
 		},
@@ -179,7 +175,7 @@ func TestCompiledReferences(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("references (-want +got):\n%s", diff)
 	}
-	if q := cluster.CVMeanFloor["memory"]; q.Cmp(resource.MustParse("25Mi")) != 0 {
-		t.Errorf("default memory floor = %s, want 25Mi", q.String())
+	if b := cluster.Readiness.CVMeanFloor["memory"]; b != 25<<20 {
+		t.Errorf("default memory floor = %d bytes, want 25Mi", b)
 	}
 }

@@ -74,12 +74,9 @@ type parsed struct {
 	include, exclude []Pattern
 	annotations      map[string]Pattern
 	labelSelector    labels.Selector
-	headroom         []Decimal
-	cvMeanFloor      map[string]resource.Quantity
-	minTimeSpan      time.Duration
-	resizeInterval   time.Duration
-	maxChange        Decimal
-	maxCV            Decimal
+	metrics          []Metric
+	readiness        Readiness
+	resize           Resize
 }
 
 // parse validates spec and parses it, checking reasons in SPEC §3.3 order.
@@ -134,7 +131,7 @@ func parse(spec ballastv1.ResourcePolicySpec) (*parsed, *ValidationError) {
 	}
 
 	// InvalidHeadroom: a decimal > 0; blank is 1.0.
-	p.headroom = make([]Decimal, len(spec.Metrics))
+	p.metrics = make([]Metric, len(spec.Metrics))
 	for i, m := range spec.Metrics {
 		h := m.Headroom
 		if h == "" {
@@ -144,50 +141,26 @@ func parse(spec ballastv1.ResourcePolicySpec) (*parsed, *ValidationError) {
 		if derr != nil || d.Sign() <= 0 {
 			return nil, invalid(ReasonInvalidHeadroom, "metrics[%d].headroom %q: must be a decimal > 0", i, m.Headroom)
 		}
-		p.headroom[i] = d
+		p.metrics[i] = Metric{Resource: m.Resource, Field: m.Field, Source: m.Source, Aggregation: m.Aggregation, Headroom: d}
 	}
 
-	// InvalidQuantity: cvMeanFloor values are non-negative quantities. A blank entry is
-	// treated like a missing one (no floor for that resource).
-	if spec.Readiness.CVMeanFloor != nil {
-		p.cvMeanFloor = make(map[string]resource.Quantity, len(spec.Readiness.CVMeanFloor))
-	}
-	for _, res := range sortedKeys(spec.Readiness.CVMeanFloor) {
-		v := spec.Readiness.CVMeanFloor[res]
-		if v == "" {
-			continue
-		}
-		q, qerr := resource.ParseQuantity(v)
-		if qerr != nil || q.Sign() < 0 {
-			return nil, invalid(ReasonInvalidQuantity, "readiness.cvMeanFloor[%q] %q: must be a quantity ≥ 0", res, v)
-		}
-		p.cvMeanFloor[res] = q
+	// InvalidQuantity: cvMeanFloor values are non-negative quantities.
+	if p.readiness.CVMeanFloor, err = parseFloors(spec.Readiness.CVMeanFloor); err != nil {
+		return nil, err
 	}
 
 	// InvalidDuration: Go durations > 0.
-	if p.minTimeSpan, err = parseDuration("readiness.minTimeSpan", spec.Readiness.MinTimeSpan); err != nil {
+	p.readiness.MinDataPoints = spec.Readiness.MinDataPoints
+	if p.readiness.MinTimeSpan, err = parseDuration("readiness.minTimeSpan", spec.Readiness.MinTimeSpan); err != nil {
 		return nil, err
 	}
-	if p.resizeInterval, err = parseDuration("behaviors.resize.interval", spec.Behaviors.Resize.Interval); err != nil {
+	if p.resize.Interval, err = parseDuration("behaviors.resize.interval", spec.Behaviors.Resize.Interval); err != nil {
 		return nil, err
 	}
 
 	// InvalidPercentage: thresholds > 0; maxChangePerCycle in (0, 100].
-	th := spec.Behaviors.Thresholds
-	if err = checkThreshold("behaviors.thresholds.default", th.Default); err != nil {
+	if err = parseThresholds(spec.Behaviors.Thresholds, &p.resize); err != nil {
 		return nil, err
-	}
-	if err = checkThreshold("behaviors.thresholds.resize.default", th.Resize.Default); err != nil {
-		return nil, err
-	}
-	for _, res := range sortedKeys(th.Resize.ResourceThresholds) {
-		path := fmt.Sprintf("behaviors.thresholds.resize.resourceThresholds[%q]", res)
-		if err = checkThreshold(path+".request", th.Resize.ResourceThresholds[res].Request); err != nil {
-			return nil, err
-		}
-		if err = checkThreshold(path+".limit", th.Resize.ResourceThresholds[res].Limit); err != nil {
-			return nil, err
-		}
 	}
 	if v := spec.Behaviors.Resize.MaxChangePerCycle; v != "" {
 		d, derr := ParsePercentage(v)
@@ -195,7 +168,7 @@ func parse(spec ballastv1.ResourcePolicySpec) (*parsed, *ValidationError) {
 			return nil, invalid(ReasonInvalidPercentage,
 				"behaviors.resize.maxChangePerCycle %q: must be a percentage > 0 and ≤ 100", v)
 		}
-		p.maxChange = d
+		p.resize.MaxChangePerCycle = d
 	}
 
 	// InvalidNumber: maxCV is a decimal ≥ 0.
@@ -204,9 +177,64 @@ func parse(spec ballastv1.ResourcePolicySpec) (*parsed, *ValidationError) {
 		if derr != nil || d.Sign() < 0 {
 			return nil, invalid(ReasonInvalidNumber, "readiness.maxCV %q: must be a decimal ≥ 0", v)
 		}
-		p.maxCV = d
+		p.readiness.MaxCV = d
 	}
 	return p, nil
+}
+
+// parseFloors parses readiness.cvMeanFloor into whole units (millicores for cpu, bytes
+// otherwise). A blank entry is not an error (SPEC §3.3: blank values take their
+// resolve-time defaults) and, since an entry has no default of its own, it is a missing
+// entry: no floor for that resource (§4.3). Entries are checked in sorted order so the
+// first failure reported is the same on every call.
+func parseFloors(floors map[string]string) (map[string]int64, *ValidationError) {
+	if floors == nil {
+		return nil, nil
+	}
+	out := make(map[string]int64, len(floors))
+	for _, res := range sortedKeys(floors) {
+		v := floors[res]
+		if v == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() < 0 {
+			return nil, invalid(ReasonInvalidQuantity, "readiness.cvMeanFloor[%q] %q: must be a quantity ≥ 0", res, v)
+		}
+		if res == ResourceCPU {
+			out[res] = q.MilliValue()
+		} else {
+			out[res] = q.Value()
+		}
+	}
+	return out, nil
+}
+
+// parseThresholds checks every written threshold (> 0) and records it for the chain of
+// Resize.Threshold.
+func parseThresholds(th ballastv1.Thresholds, r *Resize) *ValidationError {
+	var err *ValidationError
+	if r.defaultThreshold, err = parseThreshold("behaviors.thresholds.default", th.Default); err != nil {
+		return err
+	}
+	if r.resizeDefault, err = parseThreshold("behaviors.thresholds.resize.default", th.Resize.Default); err != nil {
+		return err
+	}
+	for _, res := range sortedKeys(th.Resize.ResourceThresholds) {
+		path := fmt.Sprintf("behaviors.thresholds.resize.resourceThresholds[%q]", res)
+		var ft fieldThreshold
+		if ft.request, err = parseThreshold(path+".request", th.Resize.ResourceThresholds[res].Request); err != nil {
+			return err
+		}
+		if ft.limit, err = parseThreshold(path+".limit", th.Resize.ResourceThresholds[res].Limit); err != nil {
+			return err
+		}
+		if r.perField == nil {
+			r.perField = map[string]fieldThreshold{}
+		}
+		r.perField[res] = ft
+	}
+	return nil
 }
 
 func parsePatterns(path string, raw []string) ([]Pattern, *ValidationError) {
@@ -232,14 +260,16 @@ func parseDuration(path, v string) (time.Duration, *ValidationError) {
 	return d, nil
 }
 
-func checkThreshold(path, v string) *ValidationError {
+// parseThreshold parses one threshold; blank is the zero Decimal (not written).
+func parseThreshold(path, v string) (Decimal, *ValidationError) {
 	if v == "" {
-		return nil
+		return Decimal{}, nil
 	}
-	if d, err := ParsePercentage(v); err != nil || d.Sign() <= 0 {
-		return invalid(ReasonInvalidPercentage, "%s %q: must be a percentage > 0", path, v)
+	d, err := ParsePercentage(v)
+	if err != nil || d.Sign() <= 0 {
+		return Decimal{}, invalid(ReasonInvalidPercentage, "%s %q: must be a percentage > 0", path, v)
 	}
-	return nil
+	return d, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

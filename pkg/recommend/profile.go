@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
 // Messages of the Ready condition (SPEC §4.4).
@@ -22,8 +23,9 @@ const (
 // Input is everything one profile computation reads.
 type Input struct {
 	Now time.Time
-	// Policy is the governing policy's spec as loaded; resolve-time defaults are applied here.
-	Policy v1.ResourcePolicySpec
+	// Policy is the governing policy, compiled (so valid, with its resolve-time defaults
+	// applied). nil computes like a policy without metrics under the defaults.
+	Policy *policy.Compiled
 	// SamplingInterval of the profile (SPEC §4.1); ≤ 0 means v1.DefaultPollInterval.
 	SamplingInterval time.Duration
 	// Retention is the effective retention window; ≤ 0 means v1.DefaultRetentionWindow.
@@ -83,19 +85,15 @@ func (r Result) ApplyTo(st *v1.WorkloadProfileStatus) {
 	meta.SetStatusCondition(&st.Conditions, r.Ready)
 }
 
-// Compute turns the series of one profile into its status (SPEC §4.2–§4.5, §5.1). It fails
-// only when the policy cannot be used, with a *FieldError; the caller then reports the
-// policy as invalid (PolicyInvalidCondition) and writes no statistics.
-func Compute(in Input) (Result, error) {
-	pol := v1.DefaultPolicySpec(in.Policy)
-	params, err := ParseReadiness(pol.Readiness)
-	if err != nil {
-		return Result{}, err
+// Compute turns the series of one profile into its status (SPEC §4.2–§4.5, §5.1). It
+// cannot fail: every policy value was parsed by policy.Compile, and a statistic that is
+// not a finite number only makes its (container, resource) not ready.
+func Compute(in Input) Result {
+	pol := in.Policy
+	if pol == nil {
+		pol = emptyPolicy
 	}
-	metrics, err := ParseMetrics(pol.Metrics)
-	if err != nil {
-		return Result{}, err
-	}
+	params, metrics := pol.Readiness, pol.Metrics
 	interval := in.SamplingInterval
 	if interval <= 0 {
 		interval = v1.DefaultPollInterval
@@ -148,14 +146,23 @@ func Compute(in Input) (Result, error) {
 		res.State = v1.StateSufficient
 	}
 	res.Ready = readyCondition(in, policyResources, interval)
-	return res, nil
+	return res
 }
+
+// emptyPolicy is what a nil Input.Policy computes as: no metrics, resolve-time defaults.
+var emptyPolicy = func() *policy.Compiled {
+	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "", 0, v1.ResourcePolicySpec{})
+	if err != nil {
+		panic("recommend: the empty policy does not compile: " + err.Error())
+	}
+	return c
+}()
 
 // computer holds what every container of one computation shares.
 type computer struct {
 	in        Input
-	params    ReadinessParams
-	metrics   []Metric
+	params    policy.Readiness
+	metrics   []policy.Metric
 	sources   map[string]string
 	resources []string // sorted resources named by the policy
 	retention time.Duration

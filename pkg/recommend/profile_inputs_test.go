@@ -81,10 +81,7 @@ func TestComputeReadErrors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := Compute(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := Compute(tc.in)
 			if diff := cmp.Diff(tc.want, summarize(got)); diff != "" {
 				t.Errorf("Compute (-want +got):\n%s", diff)
 			}
@@ -141,10 +138,7 @@ func TestComputeOOMBump(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := presetInput(tc.containers...)
 			in.OOMs = tc.ooms
-			got, err := Compute(in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := Compute(in)
 			o := summarize(got)
 			if diff := cmp.Diff(tc.wantRecs, o.Recs); diff != "" {
 				t.Errorf("recommendations (-want +got):\n%s", diff)
@@ -158,7 +152,9 @@ func TestComputeOOMBump(t *testing.T) {
 
 func TestComputeMemoryPeakFeedsMax(t *testing.T) {
 	in := presetInput(ready("app", now))
-	in.Policy.Metrics = []v1.MetricSpec{{Resource: "memory", Field: "limit", Source: "s", Aggregation: "max", Headroom: "1.1"}}
+	in.Policy = presetWith(t, func(s *v1.ResourcePolicySpec) {
+		s.Metrics = []v1.MetricSpec{{Resource: "memory", Field: "limit", Source: "s", Aggregation: "max", Headroom: "1.1"}}
+	})
 	cases := map[string]struct {
 		peak Distribution
 		want string
@@ -171,10 +167,7 @@ func TestComputeMemoryPeakFeedsMax(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			in.Containers[0].MemoryPeak = tc.peak
-			got, err := Compute(in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := Compute(in)
 			if lim := got.Containers[0].Recommendations["memory"].Limit; lim != tc.want {
 				t.Errorf("memory limit = %q, want %q", lim, tc.want)
 			}

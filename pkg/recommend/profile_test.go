@@ -1,7 +1,6 @@
 package recommend
 
 import (
-	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
 var now = t0.Add(48 * time.Hour)
@@ -23,9 +23,25 @@ func presetPolicy() v1.ResourcePolicySpec {
 	}
 }
 
+// presetWith compiles the preset policy changed by edit.
+func presetWith(t testing.TB, edit func(*v1.ResourcePolicySpec)) *policy.Compiled {
+	spec := presetPolicy()
+	edit(&spec)
+	return compile(t, spec)
+}
+
+// presetCompiled is the preset policy, compiled.
+var presetCompiled = func() *policy.Compiled {
+	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "default", 1, presetPolicy())
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
 // presetInput is a computation under the preset policy, 10s sampling, 168h retention.
 func presetInput(containers ...ContainerInput) Input {
-	return Input{Now: now, Policy: presetPolicy(), SamplingInterval: 10 * time.Second,
+	return Input{Now: now, Policy: presetCompiled, SamplingInterval: 10 * time.Second,
 		Retention: 168 * time.Hour, Generation: 3, Containers: containers}
 }
 
@@ -41,10 +57,7 @@ var workedRecs = map[string]v1.Recommendation{
 }
 
 func TestComputeWorkedExampleStatus(t *testing.T) {
-	got, err := Compute(presetInput(ready("app", now)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := Compute(presetInput(ready("app", now)))
 	at := &metav1.Time{Time: now}
 	stats := func(u v1.UsageStats) v1.UsageStats {
 		u.Samples, u.TimeSpan, u.LastUpdated = 300, "24h0m0s", at
@@ -144,9 +157,8 @@ func TestCompute(t *testing.T) {
 		return c
 	}
 	cases := map[string]struct {
-		in      Input
-		want    outcome
-		wantErr string // FieldError reason
+		in   Input
+		want outcome
 	}{
 		"one ready container is Sufficient": {
 			in: presetInput(ready("app", now)),
@@ -254,7 +266,7 @@ func TestCompute(t *testing.T) {
 		"resources outside the policy get stats with no source and no recommendation": {
 			in: func() Input {
 				in := presetInput(ready("app", now))
-				in.Policy.Metrics = in.Policy.Metrics[:1] // cpu request only
+				in.Policy = presetWith(t, func(s *v1.ResourcePolicySpec) { s.Metrics = s.Metrics[:1] }) // cpu request only
 				return in
 			}(),
 			want: outcome{Containers: []string{"app"},
@@ -265,7 +277,7 @@ func TestCompute(t *testing.T) {
 		"a sparse policy gets minDataPoints 500 at resolve time": {
 			in: func() Input {
 				in := presetInput(ready("app", now))
-				in.Policy.Readiness = v1.Readiness{}
+				in.Policy = presetWith(t, func(s *v1.ResourcePolicySpec) { s.Readiness = v1.Readiness{} })
 				return in
 			}(),
 			want: outcome{Containers: []string{"app"}, Stats: map[string][]string{"app": allStats("300")},
@@ -275,43 +287,38 @@ func TestCompute(t *testing.T) {
 		"a policy without metrics is Sufficient once a container is seen": {
 			in: func() Input {
 				in := presetInput(few("app", now))
-				in.Policy.Metrics = nil
+				in.Policy = presetWith(t, func(s *v1.ResourcePolicySpec) { s.Metrics = nil })
 				return in
 			}(),
 			want: outcome{Containers: []string{"app"},
 				Stats: map[string][]string{"app": {"cpu//100", "ephemeral-storage//100", "memory//100"}},
 				Meets: true, State: "Sufficient", Ready: collected},
 		},
-		"invalid headroom is a FieldError": {
+		// The policy of issue 9: the schema admits a blank floor, validation accepts it
+		// (blank values are not errors), so it must compute: a blank entry is no floor.
+		"a blank cvMeanFloor entry computes as no floor for that resource": {
 			in: func() Input {
 				in := presetInput(ready("app", now))
-				in.Policy.Metrics[2].Headroom = "0"
+				in.Policy = presetWith(t, func(s *v1.ResourcePolicySpec) { s.Readiness.CVMeanFloor = map[string]string{"cpu": ""} })
 				return in
 			}(),
-			wantErr: ReasonInvalidHeadroom,
+			want: outcome{Containers: []string{"app"}, Recs: map[string]map[string]v1.Recommendation{"app": workedRecs},
+				Stats: map[string][]string{"app": allStats("300")}, Meets: true, State: "Sufficient", Ready: collected},
 		},
-		"invalid readiness is a FieldError": {
+		"a nil policy computes like a policy without metrics": {
 			in: func() Input {
-				in := presetInput(ready("app", now))
-				in.Policy.Readiness.MaxCV = "high"
+				in := presetInput(few("app", now))
+				in.Policy = nil
 				return in
 			}(),
-			wantErr: ReasonInvalidNumber,
+			want: outcome{Containers: []string{"app"},
+				Stats: map[string][]string{"app": {"cpu//100", "ephemeral-storage//100", "memory//100"}},
+				Meets: true, State: "Sufficient", Ready: collected},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := Compute(tc.in)
-			if tc.wantErr != "" {
-				var fe *FieldError
-				if !errors.As(err, &fe) || fe.Reason != tc.wantErr {
-					t.Fatalf("Compute error = %v, want a FieldError with reason %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Compute: %v", err)
-			}
+			got := Compute(tc.in)
 			if diff := cmp.Diff(tc.want, summarize(got)); diff != "" {
 				t.Errorf("Compute (-want +got):\n%s", diff)
 			}

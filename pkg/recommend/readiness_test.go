@@ -1,7 +1,6 @@
 package recommend
 
 import (
-	"errors"
 	"math"
 	"testing"
 	"time"
@@ -9,78 +8,59 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
-func TestParseReadiness(t *testing.T) {
-	defaultFloors := map[string]float64{"cpu": 25, "memory": 25 * mib, "ephemeral-storage": 2 * mib}
+// TestCompiledReadiness checks the readiness values CheckReady reads, as policy.Compile
+// derives them from a spec (units: millicores for cpu, bytes otherwise).
+func TestCompiledReadiness(t *testing.T) {
+	defaultFloors := map[string]int64{"cpu": 25, "memory": 25 * mib, "ephemeral-storage": 2 * mib}
 	cases := map[string]struct {
-		in         v1.Readiness
-		want       ReadinessParams
-		wantReason string
+		in   v1.Readiness
+		want policy.Readiness
 	}{
 		"blank gets every resolve-time default": {
 			in:   v1.Readiness{},
-			want: ReadinessParams{MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: 1.5, CVMeanFloor: defaultFloors},
+			want: readiness(500, 24*time.Hour, "1.5", defaultFloors),
 		},
 		"chart preset": {
 			in: v1.Readiness{MinDataPoints: 250, MinTimeSpan: "24h", MaxCV: "1.5",
 				CVMeanFloor: map[string]string{"cpu": "25m", "memory": "25Mi", "ephemeral-storage": "2Mi"}},
-			want: ReadinessParams{MinDataPoints: 250, MinTimeSpan: 24 * time.Hour, MaxCV: 1.5, CVMeanFloor: defaultFloors},
+			want: readiness(250, 24*time.Hour, "1.5", defaultFloors),
 		},
 		"explicit empty map disables every floor": {
 			in:   v1.Readiness{MinDataPoints: 5, MinTimeSpan: "1m", MaxCV: "2.0", CVMeanFloor: map[string]string{}},
-			want: ReadinessParams{MinDataPoints: 5, MinTimeSpan: time.Minute, MaxCV: 2, CVMeanFloor: map[string]float64{}},
+			want: readiness(5, time.Minute, "2", map[string]int64{}),
 		},
 		"explicit 0 floor and a missing resource": {
 			in:   v1.Readiness{CVMeanFloor: map[string]string{"cpu": "0", "memory": "1Gi"}},
-			want: ReadinessParams{MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: 1.5, CVMeanFloor: map[string]float64{"cpu": 0, "memory": gib}},
+			want: readiness(500, 24*time.Hour, "1.5", map[string]int64{"cpu": 0, "memory": gib}),
+		},
+		"a blank floor entry is a missing entry": {
+			in:   v1.Readiness{CVMeanFloor: map[string]string{"cpu": "", "memory": "1Gi"}},
+			want: readiness(500, 24*time.Hour, "1.5", map[string]int64{"memory": gib}),
 		},
 		"cpu floor in cores becomes millicores": {
 			in:   v1.Readiness{MaxCV: "0", CVMeanFloor: map[string]string{"cpu": "0.5"}},
-			want: ReadinessParams{MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: 0, CVMeanFloor: map[string]float64{"cpu": 500}},
+			want: readiness(500, 24*time.Hour, "0", map[string]int64{"cpu": 500}),
 		},
 		"minDataPoints 0 means the default": {
 			in:   v1.Readiness{MinDataPoints: 0, CVMeanFloor: map[string]string{}},
-			want: ReadinessParams{MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: 1.5, CVMeanFloor: map[string]float64{}},
+			want: readiness(500, 24*time.Hour, "1.5", map[string]int64{}),
 		},
-		"unparseable minTimeSpan": {in: v1.Readiness{MinTimeSpan: "a day"}, wantReason: ReasonInvalidDuration},
-		"zero minTimeSpan":        {in: v1.Readiness{MinTimeSpan: "0s"}, wantReason: ReasonInvalidDuration},
-		"negative minTimeSpan":    {in: v1.Readiness{MinTimeSpan: "-1h"}, wantReason: ReasonInvalidDuration},
-		"maxCV not a decimal":     {in: v1.Readiness{MaxCV: "1.5x"}, wantReason: ReasonInvalidNumber},
-		"maxCV negative":          {in: v1.Readiness{MaxCV: "-0.1"}, wantReason: ReasonInvalidNumber},
-		"floor not a quantity":    {in: v1.Readiness{CVMeanFloor: map[string]string{"memory": "lots"}}, wantReason: ReasonInvalidQuantity},
-		"floor negative":          {in: v1.Readiness{CVMeanFloor: map[string]string{"cpu": "-25m"}}, wantReason: ReasonInvalidQuantity},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ParseReadiness(tc.in)
-			if tc.wantReason != "" {
-				var fe *FieldError
-				if !errors.As(err, &fe) || fe.Reason != tc.wantReason {
-					t.Fatalf("ParseReadiness error = %v, want a FieldError with reason %s", err, tc.wantReason)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseReadiness: %v", err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseReadiness (-want +got):\n%s", diff)
+			got := compile(t, v1.ResourcePolicySpec{Readiness: tc.in}).Readiness
+			if diff := cmp.Diff(tc.want, got, decimalCmp); diff != "" {
+				t.Errorf("compiled readiness (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func TestFieldErrorMessage(t *testing.T) {
-	_, err := ParseReadiness(v1.Readiness{MinTimeSpan: "soon"})
-	if got, want := err.Error(), `readiness.minTimeSpan "soon": must be a Go duration > 0`; got != want {
-		t.Errorf("error = %q, want %q", got, want)
-	}
-}
-
 func TestCheckReady(t *testing.T) {
-	params := ReadinessParams{MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: 1.5,
-		CVMeanFloor: map[string]float64{"cpu": 25, "memory": 25 * mib}}
+	params := readiness(500, 24*time.Hour, "1.5", map[string]int64{"cpu": 25, "memory": 25 * mib})
 	// A series that passes every gate; cases change one thing.
 	base := Stats{Samples: 500, TimeSpan: 24 * time.Hour, Mean: 100 * mib, CV: 0.5}
 	with := func(f func(*Stats)) Stats { s := base; f(&s); return s }
@@ -88,7 +68,7 @@ func TestCheckReady(t *testing.T) {
 	cases := map[string]struct {
 		res        string
 		s          Stats
-		params     ReadinessParams
+		params     policy.Readiness
 		wantReason string
 	}{
 		"every gate passes":                    {res: "memory", s: base},
@@ -111,13 +91,13 @@ func TestCheckReady(t *testing.T) {
 		"no entry for the resource means no floor": {res: "ephemeral-storage",
 			s: with(func(s *Stats) { s.Mean, s.CV = 1, 9 }), wantReason: NotReadyVariationTooLarge},
 		"explicit 0 floor always cv-checks": {res: "cpu",
-			params: ReadinessParams{MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: 1.5, CVMeanFloor: map[string]float64{"cpu": 0}},
+			params: readiness(500, 24*time.Hour, "1.5", map[string]int64{"cpu": 0}),
 			s:      with(func(s *Stats) { s.Mean, s.CV = 0, 9 }), wantReason: NotReadyVariationTooLarge},
 		"empty floor map always cv-checks": {res: "memory",
-			params: ReadinessParams{MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: 1.5, CVMeanFloor: map[string]float64{}},
+			params: readiness(500, 24*time.Hour, "1.5", map[string]int64{}),
 			s:      with(func(s *Stats) { s.Mean, s.CV = 1, 9 }), wantReason: NotReadyVariationTooLarge},
 		"maxCV 0 accepts only a flat series": {res: "memory",
-			params: ReadinessParams{MinDataPoints: 500, MinTimeSpan: 24 * time.Hour, MaxCV: 0},
+			params: readiness(500, 24*time.Hour, "0", nil),
 			s:      with(func(s *Stats) { s.CV = 0 })},
 	}
 	for name, tc := range cases {
@@ -139,10 +119,7 @@ func TestCheckReady(t *testing.T) {
 
 // Readiness flips exactly at the boundaries when the statistics come from a distribution.
 func TestReadinessBoundariesFromSeries(t *testing.T) {
-	params, err := ParseReadiness(v1.Readiness{MinDataPoints: 250, MinTimeSpan: "24h", MaxCV: "1.5"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	params := compile(t, v1.ResourcePolicySpec{Readiness: v1.Readiness{MinDataPoints: 250, MinTimeSpan: "24h", MaxCV: "1.5"}}).Readiness
 	last := t0.Add(48 * time.Hour)
 	cases := map[string]struct {
 		n     int

@@ -3,14 +3,16 @@
 // after an OOM kill.
 //
 // The package is pure: it reads no clock, store or API server. Callers pass the time of
-// the computation and the distributions they read; everything here is a function of its
-// arguments. Values are in integer units throughout: millicores for cpu, bytes for every
+// the computation, the distributions they read and the compiled policy (policy.Compile is
+// the only parser of policy values; nothing here reads a policy spec, so a policy that
+// validates always computes); everything here is a function of its arguments. Values are in integer units throughout: millicores for cpu, bytes for every
 // other resource. They become strings only when rendered into the status (format.go).
 package recommend
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
 // Distribution is the merged history of one series over the retention window. Values are
@@ -27,17 +29,17 @@ type Distribution interface {
 	LastSeen() time.Time
 }
 
-// Resource names Ballast measures.
+// Resource names Ballast measures (the policy package's spelling).
 const (
-	ResourceCPU              = "cpu"
-	ResourceMemory           = "memory"
-	ResourceEphemeralStorage = "ephemeral-storage"
+	ResourceCPU              = policy.ResourceCPU
+	ResourceMemory           = policy.ResourceMemory
+	ResourceEphemeralStorage = policy.ResourceEphemeralStorage
 )
 
 // Fields a metric can target.
 const (
-	FieldRequest = "request"
-	FieldLimit   = "limit"
+	FieldRequest = policy.FieldRequest
+	FieldLimit   = policy.FieldLimit
 )
 
 // Aggregations of metrics[].aggregation.
@@ -50,31 +52,3 @@ const (
 	AggregationMax = "max"
 	AggregationAvg = "avg"
 )
-
-// Reasons of a FieldError, spelled as the policy Valid condition reasons of SPEC §3.3.
-const (
-	ReasonInvalidResource    = "InvalidResource"
-	ReasonInvalidAggregation = "InvalidAggregation"
-	ReasonInvalidHeadroom    = "InvalidHeadroom"
-	ReasonInvalidQuantity    = "InvalidQuantity"
-	ReasonInvalidDuration    = "InvalidDuration"
-	ReasonInvalidNumber      = "InvalidNumber"
-)
-
-// FieldError reports a policy field this package cannot use. Its message has the shape of
-// the Valid condition message: `metrics[2].headroom "0": must be a decimal > 0`.
-type FieldError struct {
-	Reason string // one of the Reason* constants
-	Field  string // path inside the policy spec, e.g. metrics[2].headroom
-	Value  string // the offending value as written
-	Detail string // what was expected
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s %q: %s", e.Field, e.Value, e.Detail)
-}
-
-// KnownResource reports whether r is a resource Ballast measures.
-func KnownResource(r string) bool {
-	return r == ResourceCPU || r == ResourceMemory || r == ResourceEphemeralStorage
-}

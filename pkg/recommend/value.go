@@ -7,6 +7,7 @@ import (
 	"math/big"
 
 	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
 // Amounts is the recommendation of one resource in integer units (millicores for cpu,
@@ -33,48 +34,10 @@ func (a Amounts) Recommendation(res string) v1.Recommendation {
 // IsZero reports whether no field is set.
 func (a Amounts) IsZero() bool { return !a.HasRequest && !a.HasLimit }
 
-// Metric is one parsed metrics[] entry of a policy.
-type Metric struct {
-	Resource    string
-	Field       string
-	Source      string
-	Aggregation string
-	Headroom    *big.Rat
-}
-
-// ParseMetrics checks and parses a policy's metrics. Errors are *FieldError with paths
-// under "metrics[i].".
-func ParseMetrics(specs []v1.MetricSpec) ([]Metric, error) {
-	out := make([]Metric, 0, len(specs))
-	for i, m := range specs {
-		path := fmt.Sprintf("metrics[%d]", i)
-		if !KnownResource(m.Resource) {
-			return nil, &FieldError{Reason: ReasonInvalidResource, Field: path + ".resource", Value: m.Resource,
-				Detail: "must be cpu, memory or ephemeral-storage"}
-		}
-		if m.Field != FieldRequest && m.Field != FieldLimit {
-			return nil, &FieldError{Reason: ReasonInvalidAggregation, Field: path + ".field", Value: m.Field,
-				Detail: "must be request or limit"}
-		}
-		if _, ok := (Stats{}).Aggregate(m.Aggregation); !ok {
-			return nil, &FieldError{Reason: ReasonInvalidAggregation, Field: path + ".aggregation",
-				Value: m.Aggregation, Detail: "must be one of p50, p75, p90, p95, p99, max, avg"}
-		}
-		h, err := ParseHeadroom(m.Headroom)
-		if err != nil {
-			return nil, &FieldError{Reason: ReasonInvalidHeadroom, Field: path + ".headroom", Value: m.Headroom,
-				Detail: err.Error()}
-		}
-		out = append(out, Metric{Resource: m.Resource, Field: m.Field, Source: m.Source,
-			Aggregation: m.Aggregation, Headroom: h})
-	}
-	return out, nil
-}
-
 // Recommend computes the recommendation of resource res from the statistics of a ready
 // series (SPEC §5.1): every metric naming res sets its field; when two target the same
 // field, the later one wins. The result is zero when no metric names res.
-func Recommend(res string, s Stats, metrics []Metric) (Amounts, error) {
+func Recommend(res string, s Stats, metrics []policy.Metric) (Amounts, error) {
 	var a Amounts
 	for _, m := range metrics {
 		if m.Resource != res {
@@ -102,14 +65,12 @@ var errNotFinite = errors.New("statistic is not a finite number")
 // statistic rounded to the nearest integer, which removes any float noise a histogram edge
 // carries. For avg, base is the exact rational Σx/n (Σx rounded to an integer for the same
 // reason), so the mean's fraction still counts before truncation. The result saturates at
-// the int64 range and is never negative.
-func RecommendedValue(s Stats, aggregation string, headroom *big.Rat) (int64, error) {
+// the int64 range and is never negative. headroom is the policy's parsed multiplier; the
+// zero Decimal (a metric built without one) means 1.0.
+func RecommendedValue(s Stats, aggregation string, headroom policy.Decimal) (int64, error) {
 	stat, ok := s.Aggregate(aggregation)
 	if !ok {
 		return 0, fmt.Errorf("unknown aggregation %q", aggregation)
-	}
-	if headroom == nil {
-		headroom = big.NewRat(1, 1)
 	}
 	base := new(big.Rat)
 	if aggregation == AggregationAvg {
@@ -127,7 +88,9 @@ func RecommendedValue(s Stats, aggregation string, headroom *big.Rat) (int64, er
 		}
 		base.SetFloat64(math.Round(stat))
 	}
-	base.Mul(base, headroom)
+	if headroom.Sign() != 0 {
+		base.Mul(base, headroom.Rat())
+	}
 	// big.Int.Quo truncates toward zero.
 	v := new(big.Int).Quo(base.Num(), base.Denom())
 	switch {

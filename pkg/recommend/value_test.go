@@ -1,17 +1,15 @@
 package recommend
 
 import (
-	"errors"
 	"math"
-	"math/big"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
 // presetMetrics are the metrics of the default ClusterResourcePolicy (SPEC §5.2).
@@ -49,10 +47,7 @@ func workedSeries(first, last time.Time) map[string]Distribution {
 }
 
 func TestRecommendWorkedExample(t *testing.T) {
-	metrics, err := ParseMetrics(presetMetrics())
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics := compile(t, v1.ResourcePolicySpec{Metrics: presetMetrics()}).Metrics
 	series := workedSeries(t0, t0.Add(24*time.Hour))
 	want := map[string]v1.Recommendation{
 		"cpu":               {Request: "300m"},
@@ -73,15 +68,12 @@ func TestRecommendWorkedExample(t *testing.T) {
 }
 
 func TestRecommendLaterEntryWins(t *testing.T) {
-	metrics, err := ParseMetrics([]v1.MetricSpec{
+	metrics := compile(t, v1.ResourcePolicySpec{Metrics: []v1.MetricSpec{
 		{Resource: "memory", Field: "request", Source: "s", Aggregation: "p50"},
 		{Resource: "memory", Field: "limit", Source: "s", Aggregation: "max"},
 		{Resource: "memory", Field: "request", Source: "s", Aggregation: "p99"},
 		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "avg"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}}).Metrics
 	got, err := Recommend("memory", Stats{Samples: 4, P50: 100, P99: 300, Max: 400}, metrics)
 	if err != nil {
 		t.Fatal(err)
@@ -96,17 +88,17 @@ func TestRecommendLaterEntryWins(t *testing.T) {
 }
 
 func TestRecommendedValue(t *testing.T) {
-	rat := func(s string) *big.Rat {
-		r, err := ParseHeadroom(s)
-		if err != nil {
-			t.Fatalf("ParseHeadroom(%q): %v", s, err)
+	// rat is a headroom as policy.Compile parses it (blank is 1.0).
+	rat := func(s string) policy.Decimal {
+		if s == "" {
+			s = v1.DefaultHeadroom
 		}
-		return r
+		return dec(s)
 	}
 	cases := map[string]struct {
 		s        Stats
 		agg      string
-		headroom *big.Rat
+		headroom policy.Decimal
 		want     int64
 		wantErr  bool
 	}{
@@ -119,7 +111,7 @@ func TestRecommendedValue(t *testing.T) {
 		"mean fraction counts before truncation":     {s: Stats{Samples: 10, Sum: 2407, Mean: 240.7}, agg: "avg", headroom: rat("1.25"), want: 300},
 		"mean fraction can carry into the next unit": {s: Stats{Samples: 10, Sum: 2408, Mean: 240.8}, agg: "avg", headroom: rat("1.25"), want: 301},
 		"mean of an empty series is 0":               {s: Stats{}, agg: "avg", headroom: rat("2"), want: 0},
-		"nil headroom is 1":                          {s: Stats{Max: 1234}, agg: "max", headroom: nil, want: 1234},
+		"zero headroom (unset) is 1":                 {s: Stats{Max: 1234}, agg: "max", headroom: policy.Decimal{}, want: 1234},
 		"blank headroom is 1":                        {s: Stats{P75: 192 * mib}, agg: "p75", headroom: rat(""), want: 192 * mib},
 		"headroom below 1 shrinks":                   {s: Stats{P95: 1000}, agg: "p95", headroom: rat("0.333"), want: 333},
 		"saturates at the int64 range":               {s: Stats{Max: 1e18}, agg: "max", headroom: rat("100"), want: math.MaxInt64},
@@ -140,83 +132,3 @@ func TestRecommendedValue(t *testing.T) {
 		})
 	}
 }
-
-func TestParseMetricsErrors(t *testing.T) {
-	ok := v1.MetricSpec{Resource: "memory", Field: "limit", Source: "s", Aggregation: "p99", Headroom: "1.2"}
-	with := func(f func(*v1.MetricSpec)) []v1.MetricSpec {
-		bad := ok
-		f(&bad)
-		return []v1.MetricSpec{ok, ok, bad}
-	}
-	cases := map[string]struct {
-		specs   []v1.MetricSpec
-		want    string
-		wantMsg string
-	}{
-		"unknown resource":    {specs: with(func(m *v1.MetricSpec) { m.Resource = "gpu" }), want: ReasonInvalidResource},
-		"unknown field":       {specs: with(func(m *v1.MetricSpec) { m.Field = "both" }), want: ReasonInvalidAggregation},
-		"unknown aggregation": {specs: with(func(m *v1.MetricSpec) { m.Aggregation = "p98" }), want: ReasonInvalidAggregation},
-		"zero headroom": {specs: with(func(m *v1.MetricSpec) { m.Headroom = "0" }), want: ReasonInvalidHeadroom,
-			wantMsg: `metrics[2].headroom "0": must be a decimal > 0`},
-		"negative headroom":   {specs: with(func(m *v1.MetricSpec) { m.Headroom = "-1.2" }), want: ReasonInvalidHeadroom},
-		"headroom in percent": {specs: with(func(m *v1.MetricSpec) { m.Headroom = "120%" }), want: ReasonInvalidHeadroom},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := ParseMetrics(tc.specs)
-			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Reason != tc.want {
-				t.Fatalf("ParseMetrics error = %v, want reason %s", err, tc.want)
-			}
-			if tc.wantMsg != "" && err.Error() != tc.wantMsg {
-				t.Errorf("message = %q, want %q", err.Error(), tc.wantMsg)
-			}
-		})
-	}
-}
-
-func TestParseDecimal(t *testing.T) {
-	cases := map[string]struct {
-		in      string
-		want    *big.Rat
-		wantErr bool
-	}{
-		"1.2 is exactly 6/5":          {in: "1.2", want: big.NewRat(6, 5)},
-		"integer":                     {in: "2", want: big.NewRat(2, 1)},
-		"leading point":               {in: ".5", want: big.NewRat(1, 2)},
-		"trailing point":              {in: "3.", want: big.NewRat(3, 1)},
-		"plus sign":                   {in: "+1.25", want: big.NewRat(5, 4)},
-		"minus sign":                  {in: "-0.5", want: big.NewRat(-1, 2)},
-		"leading zeros":               {in: "007.50", want: big.NewRat(15, 2)},
-		"zero":                        {in: "0", want: new(big.Rat)},
-		"many fraction digits":        {in: "1.000000000000000000000000001", want: new(big.Rat).SetFrac(new(big.Int).Add(pow10(27), big.NewInt(1)), pow10(27))},
-		"empty":                       {in: "", wantErr: true},
-		"point alone":                 {in: ".", wantErr: true},
-		"sign alone":                  {in: "-", wantErr: true},
-		"exponent":                    {in: "1e3", wantErr: true},
-		"fraction":                    {in: "1/2", wantErr: true},
-		"hex":                         {in: "0x10", wantErr: true},
-		"leading space":               {in: " 1", wantErr: true},
-		"trailing space":              {in: "1 ", wantErr: true},
-		"two points":                  {in: "1.2.3", wantErr: true},
-		"underscore":                  {in: "1_000", wantErr: true},
-		"double sign":                 {in: "+-1", wantErr: true},
-		"non-ascii digit":             {in: "١", wantErr: true},
-		"percent":                     {in: "10%", wantErr: true},
-		"exactly at the length limit": {in: "1." + strings.Repeat("0", MaxDecimalLen-2), want: big.NewRat(1, 1)},
-		"longer than the limit":       {in: "1." + strings.Repeat("0", MaxDecimalLen-1), wantErr: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseDecimal(tc.in)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("ParseDecimal(%q) error = %v, wantErr %v", tc.in, err, tc.wantErr)
-			}
-			if err == nil && got.Cmp(tc.want) != 0 {
-				t.Errorf("ParseDecimal(%q) = %s, want %s", tc.in, got, tc.want)
-			}
-		})
-	}
-}
-
-func pow10(n int64) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(n), nil) }

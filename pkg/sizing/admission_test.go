@@ -19,8 +19,9 @@ func ann(kv ...string) map[string]string {
 }
 
 func clamp(container, res, recommended, limit, written string) Clamp {
-	return Clamp{Container: container, Resource: corev1.ResourceName(res),
-		Recommended: q(recommended), Limit: q(limit), Written: q(written)}
+	r := corev1.ResourceName(res)
+	return Clamp{Container: container, Resource: r,
+		Recommended: u(r, recommended), Limit: u(r, limit), Written: u(r, written)}
 }
 
 func app(requests, limits corev1.ResourceList) ContainerChanges {
@@ -38,7 +39,7 @@ func TestAdmission(t *testing.T) {
 	}{
 		"§7.6 memory 100Mi/128Mi without a cpu limit: the request clamps to 128Mi and the pod stays Burstable": {
 			pod:  pod(container("app").req("cpu", "100m", "memory", "100Mi").lim("memory", "128Mi")).obj(),
-			recs: Recommendations{"app": {"memory": rec("152508Ki", "")}},
+			recs: Recommendations{"app": {"memory": rec("memory", "152508Ki", "")}},
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("memory", "128Mi"), nil)},
 				Annotations: ann("applied-memory-request", "128Mi", "clamped-memory-request", "152508Ki"),
@@ -47,7 +48,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"§7.6 cpu 100m/200m with a 500m recommendation: the request clamps to the limit": {
 			pod:  pod(container("app").req("cpu", "100m").lim("cpu", "200m")).obj(),
-			recs: Recommendations{"app": {"cpu": rec("500m", "")}},
+			recs: Recommendations{"app": {"cpu": rec("cpu", "500m", "")}},
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("cpu", "200m"), nil)},
 				Annotations: ann("applied-cpu-request", "200m", "clamped-cpu-request", "500m"),
@@ -56,7 +57,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"§7.6 cpu 100m/200m with request 500m and limit 300m: the recommended limit is the bound": {
 			pod:     pod(container("app").req("cpu", "100m").lim("cpu", "200m")).obj(),
-			recs:    Recommendations{"app": {"cpu": rec("500m", "300m")}},
+			recs:    Recommendations{"app": {"cpu": rec("cpu", "500m", "300m")}},
 			managed: allManaged(),
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("cpu", "300m"), rl("cpu", "300m"))},
@@ -66,7 +67,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"§7.6 cpu 100m without a limit: 500m is written, nothing to clamp against": {
 			pod:  pod(container("app").req("cpu", "100m")).obj(),
-			recs: Recommendations{"app": {"cpu": rec("500m", "")}},
+			recs: Recommendations{"app": {"cpu": rec("cpu", "500m", "")}},
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("cpu", "500m"), nil)},
 				Annotations: ann("applied-cpu-request", "500m"),
@@ -76,7 +77,7 @@ func TestAdmission(t *testing.T) {
 			pod: pod(container("app").
 				req("cpu", "100m", "memory", "100Mi", "ephemeral-storage", "500Mi").
 				lim("cpu", "100m", "memory", "128Mi", "ephemeral-storage", "1Gi")).obj(),
-			recs: Recommendations{"app": {"memory": rec("149Mi", ""), "ephemeral-storage": rec("2Gi", "")}},
+			recs: Recommendations{"app": {"memory": rec("memory", "149Mi", ""), "ephemeral-storage": rec("ephemeral-storage", "2Gi", "")}},
 			want: Result{
 				Changes: []ContainerChanges{app(rl("memory", "134217727", "ephemeral-storage", "1Gi"), nil)},
 				Annotations: ann(
@@ -90,7 +91,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"§7.6 a Guaranteed pod clamps exactly to its unchanged limit: no patch, but the clamp is counted": {
 			pod:  pod(container("app").req("cpu", "100m", "memory", "128Mi").lim("cpu", "100m", "memory", "128Mi")).obj(),
-			recs: Recommendations{"app": {"memory": rec("149Mi", "")}},
+			recs: Recommendations{"app": {"memory": rec("memory", "149Mi", "")}},
 			want: Result{
 				Clamps:     []Clamp{clamp("app", "memory", "149Mi", "128Mi", "128Mi")},
 				SkipReason: ReasonNoChange,
@@ -98,12 +99,12 @@ func TestAdmission(t *testing.T) {
 		},
 		"§7.6 a Guaranteed container whose cpu request would drop is pinned with all its changes": {
 			pod:  pod(container("app").req("cpu", "100m", "memory", "128Mi").lim("cpu", "100m", "memory", "128Mi")).obj(),
-			recs: Recommendations{"app": {"cpu": rec("50m", ""), "ephemeral-storage": rec("1Gi", "")}},
+			recs: Recommendations{"app": {"cpu": rec("cpu", "50m", ""), "ephemeral-storage": rec("ephemeral-storage", "1Gi", "")}},
 			want: Result{Pinned: []string{"app"}, SkipReason: ReasonQoSPinned},
 		},
 		"§7.6 a recommendation landing exactly on the limit steps cpu down to 199m": {
 			pod:  pod(container("app").req("cpu", "100m", "memory", "128Mi").lim("cpu", "200m", "memory", "128Mi")).obj(),
-			recs: Recommendations{"app": {"cpu": rec("200m", "")}},
+			recs: Recommendations{"app": {"cpu": rec("cpu", "200m", "")}},
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("cpu", "199m"), nil)},
 				Annotations: ann("applied-cpu-request", "199m"),
@@ -111,7 +112,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"§7.6 a limit-only recommendation below the author's request holds the request at the new limit": {
 			pod:  pod(container("app").req("memory", "200Mi").lim("memory", "256Mi")).obj(),
-			recs: Recommendations{"app": {"memory": rec("", "150Mi")}},
+			recs: Recommendations{"app": {"memory": rec("memory", "", "150Mi")}},
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("memory", "150Mi"), rl("memory", "150Mi"))},
 				Annotations: ann("applied-memory-limit", "150Mi", "applied-memory-request", "150Mi", "clamped-memory-request", "200Mi"),
@@ -120,7 +121,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"a policy managing only the memory limit holds the author's request the same way": {
 			pod:     pod(container("app").req("memory", "200Mi").lim("memory", "256Mi")).obj(),
-			recs:    Recommendations{"app": {"memory": rec("180Mi", "150Mi")}},
+			recs:    Recommendations{"app": {"memory": rec("memory", "180Mi", "150Mi")}},
 			managed: Managed{{corev1.ResourceMemory, Limit}: true},
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("memory", "150Mi"), rl("memory", "150Mi"))},
@@ -130,7 +131,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"a held request that would make the pod Guaranteed steps down too": {
 			pod:     pod(container("app").req("cpu", "100m", "memory", "128Mi").lim("cpu", "200m", "memory", "128Mi")).obj(),
-			recs:    Recommendations{"app": {"cpu": rec("", "50m")}},
+			recs:    Recommendations{"app": {"cpu": rec("cpu", "", "50m")}},
 			managed: Managed{{corev1.ResourceCPU, Limit}: true},
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("cpu", "49m"), rl("cpu", "50m"))},
@@ -140,7 +141,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"a cpu limit of 1 steps a clamped request down to 999m": {
 			pod:  pod(container("app").req("cpu", "500m", "memory", "128Mi").lim("cpu", "1", "memory", "128Mi")).obj(),
-			recs: Recommendations{"app": {"cpu": rec("2", "")}},
+			recs: Recommendations{"app": {"cpu": rec("cpu", "2", "")}},
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("cpu", "999m"), nil)},
 				Annotations: ann("applied-cpu-request", "999m", "clamped-cpu-request", "2"),
@@ -149,7 +150,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"a managed limit without a recommendation keeps the existing limit as the bound and never raises it": {
 			pod:     pod(container("app").req("cpu", "100m").lim("cpu", "200m")).obj(),
-			recs:    Recommendations{"app": {"cpu": rec("500m", "")}},
+			recs:    Recommendations{"app": {"cpu": rec("cpu", "500m", "")}},
 			managed: allManaged(),
 			want: Result{
 				Changes:     []ContainerChanges{app(rl("cpu", "200m"), nil)},
@@ -159,22 +160,22 @@ func TestAdmission(t *testing.T) {
 		},
 		"a recommendation for a field the policy does not manage is ignored": {
 			pod:  pod(container("app").req("cpu", "100m")).obj(),
-			recs: Recommendations{"app": {"cpu": rec("", "300m")}},
+			recs: Recommendations{"app": {"cpu": rec("cpu", "", "300m")}},
 			want: Result{SkipReason: ReasonNoChange},
 		},
 		"an equal value in another notation is not written": {
 			pod:  pod(container("app").req("cpu", "100m", "memory", "128Mi")).obj(),
-			recs: Recommendations{"app": {"cpu": rec("0.1", ""), "memory": rec("134217728", "")}},
+			recs: Recommendations{"app": {"cpu": rec("cpu", "0.1", ""), "memory": rec("memory", "134217728", "")}},
 			want: Result{SkipReason: ReasonNoChange},
 		},
 		"a container without recommendations and an unknown container are left alone": {
 			pod:  pod(container("app").req("cpu", "100m")).obj(),
-			recs: Recommendations{"other": {"cpu": rec("500m", "")}},
+			recs: Recommendations{"other": {"cpu": rec("cpu", "500m", "")}},
 			want: Result{SkipReason: ReasonNoChange},
 		},
 		"a BestEffort pod carries no class intent and may become Guaranteed": {
 			pod:     pod(container("app")).obj(),
-			recs:    Recommendations{"app": {"cpu": rec("100m", "100m"), "memory": rec("128Mi", "128Mi")}},
+			recs:    Recommendations{"app": {"cpu": rec("cpu", "100m", "100m"), "memory": rec("memory", "128Mi", "128Mi")}},
 			managed: allManaged(),
 			want: Result{
 				Changes: []ContainerChanges{app(rl("cpu", "100m", "memory", "128Mi"), rl("cpu", "100m", "memory", "128Mi"))},
@@ -185,7 +186,7 @@ func TestAdmission(t *testing.T) {
 		"sidecars are processed before regular containers and the last written annotation wins": {
 			pod: pod(container("app").req("cpu", "100m")).
 				init(container("migrate").req("cpu", "1"), container("proxy").always().req("cpu", "10m")).obj(),
-			recs: Recommendations{"app": {"cpu": rec("300m", "")}, "proxy": {"cpu": rec("20m", "")}, "migrate": {"cpu": rec("50m", "")}},
+			recs: Recommendations{"app": {"cpu": rec("cpu", "300m", "")}, "proxy": {"cpu": rec("cpu", "20m", "")}, "migrate": {"cpu": rec("cpu", "50m", "")}},
 			want: Result{
 				Changes: []ContainerChanges{
 					{Name: "proxy", Sidecar: true, Index: 1, Requests: rl("cpu", "20m")},
@@ -197,7 +198,7 @@ func TestAdmission(t *testing.T) {
 		"an unclamped later write removes the earlier container's clamped annotation": {
 			pod: pod(container("app").req("cpu", "100m")).
 				init(container("proxy").always().req("cpu", "10m").lim("cpu", "20m")).obj(),
-			recs: Recommendations{"app": {"cpu": rec("300m", "")}, "proxy": {"cpu": rec("50m", "")}},
+			recs: Recommendations{"app": {"cpu": rec("cpu", "300m", "")}, "proxy": {"cpu": rec("cpu", "50m", "")}},
 			want: Result{
 				Changes: []ContainerChanges{
 					{Name: "proxy", Sidecar: true, Index: 0, Requests: rl("cpu", "20m")},
@@ -209,7 +210,7 @@ func TestAdmission(t *testing.T) {
 		},
 		"run-to-completion init containers and ephemeral containers are never touched": {
 			pod:  pod(container("app")).init(container("migrate").req("cpu", "1")).ephemeral("debug").obj(),
-			recs: Recommendations{"migrate": {"cpu": rec("50m", "")}, "debug": {"cpu": rec("50m", "")}},
+			recs: Recommendations{"migrate": {"cpu": rec("cpu", "50m", "")}, "debug": {"cpu": rec("cpu", "50m", "")}},
 			want: Result{SkipReason: ReasonNoChange},
 		},
 		"only the container that would change the class is pinned; the other is patched": {
@@ -217,7 +218,7 @@ func TestAdmission(t *testing.T) {
 				container("a").req("cpu", "100m", "memory", "128Mi").lim("cpu", "100m", "memory", "128Mi"),
 				container("b").req("cpu", "100m", "memory", "128Mi").lim("cpu", "100m", "memory", "128Mi"),
 			).obj(),
-			recs:    Recommendations{"a": {"cpu": rec("50m", "")}, "b": {"cpu": rec("200m", "200m")}},
+			recs:    Recommendations{"a": {"cpu": rec("cpu", "50m", "")}, "b": {"cpu": rec("cpu", "200m", "200m")}},
 			managed: allManaged(),
 			want: Result{
 				Changes:     []ContainerChanges{{Name: "b", Index: 1, Requests: rl("cpu", "200m"), Limits: rl("cpu", "200m")}},
@@ -230,13 +231,13 @@ func TestAdmission(t *testing.T) {
 				container("a").req("cpu", "100m", "memory", "100Mi").lim("cpu", "100m", "memory", "128Mi"),
 				container("b").req("cpu", "100m", "memory", "100Mi").lim("cpu", "100m", "memory", "128Mi"),
 			).obj(),
-			recs:    Recommendations{"a": {"memory": rec("", "100Mi")}, "b": {"memory": rec("", "100Mi")}},
+			recs:    Recommendations{"a": {"memory": rec("memory", "", "100Mi")}, "b": {"memory": rec("memory", "", "100Mi")}},
 			managed: Managed{{corev1.ResourceMemory, Limit}: true},
 			want:    Result{Pinned: []string{"a", "b"}, SkipReason: ReasonQoSPinned},
 		},
 		"a new limit without a request would be defaulted into a Guaranteed pod: pinned": {
 			pod:     pod(container("app").req("cpu", "100m").lim("cpu", "100m")).obj(),
-			recs:    Recommendations{"app": {"memory": rec("", "128Mi")}},
+			recs:    Recommendations{"app": {"memory": rec("memory", "", "128Mi")}},
 			managed: defaultManaged(),
 			want:    Result{Pinned: []string{"app"}, SkipReason: ReasonQoSPinned},
 		},
@@ -248,7 +249,7 @@ func TestAdmission(t *testing.T) {
 				managed = defaultManaged()
 			}
 			before := tc.pod.DeepCopy()
-			got := Admission(tc.pod, tc.recs, managed)
+			got := Admission(tc.pod, tc.recs, Params{Managed: managed})
 			if diff := cmp.Diff(tc.want, got, cmpOpts...); diff != "" {
 				t.Errorf("Admission (-want +got):\n%s", diff)
 			}

@@ -85,19 +85,20 @@ func (b *podBuilder) annotate(kv ...string) *podBuilder {
 
 func (b *podBuilder) obj() *corev1.Pod { return b.p.DeepCopy() }
 
-// rec builds a recommendation; "" means none for that field.
-func rec(request, limit string) ResourceRecommendation {
+// rec builds a recommendation of resource res; "" means none for that field.
+func rec(res corev1.ResourceName, request, limit string) ResourceRecommendation {
 	var r ResourceRecommendation
 	if request != "" {
-		q := resource.MustParse(request)
-		r.Request = &q
+		r.Request, r.HasRequest = u(res, request), true
 	}
 	if limit != "" {
-		q := resource.MustParse(limit)
-		r.Limit = &q
+		r.Limit, r.HasLimit = u(res, limit), true
 	}
 	return r
 }
+
+// u is a quantity string in Units of res.
+func u(res corev1.ResourceName, s string) Units { return UnitsOf(res, resource.MustParse(s)) }
 
 // rl builds a ResourceList from resource/value pairs.
 func rl(kv ...string) corev1.ResourceList { return withPairs(nil, kv) }

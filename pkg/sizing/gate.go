@@ -9,14 +9,14 @@ import (
 	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 )
 
-// Values of the resize-state annotation (SPEC §9).
+// Values of the resize-state annotation (SPEC §9); the contract lives in pkg/apis.
 const (
-	ResizeStatePending    = "Pending"
-	ResizeStateInProgress = "InProgress"
-	ResizeStateDeferred   = "Deferred"
-	ResizeStateInfeasible = "Infeasible"
-	ResizeStateError      = "Error"
-	ResizeStateCompleted  = "Completed"
+	ResizeStatePending    = v1.ResizeStatePending
+	ResizeStateInProgress = v1.ResizeStateInProgress
+	ResizeStateDeferred   = v1.ResizeStateDeferred
+	ResizeStateInfeasible = v1.ResizeStateInfeasible
+	ResizeStateError      = v1.ResizeStateError
+	ResizeStateCompleted  = v1.ResizeStateCompleted
 )
 
 // GateInput is what the annotation-based steps 1–3 of SPEC §8.2 read.
@@ -88,7 +88,7 @@ func younger(in GateInput, key string) (time.Time, bool) {
 type ResizeInput struct {
 	Pod             *corev1.Pod
 	Recommendations Recommendations
-	Settings        ResizeSettings
+	Params          Params
 	// Interval is the policy's behaviors.resize.interval.
 	Interval time.Duration
 	Now      time.Time
@@ -102,7 +102,7 @@ func EvaluateResize(in ResizeInput) ResizeDecision {
 	if reason, message, blocked := ResizeGate(GateInput{Annotations: in.Pod.Annotations, Interval: in.Interval, Now: in.Now}); blocked {
 		return ResizeDecision{Reason: reason, Message: message}
 	}
-	d := Resize(in.Pod, in.Recommendations, in.Settings)
+	d := Resize(in.Pod, in.Recommendations, in.Params)
 	if d.Reason == "" && in.DryRun {
 		d.Reason, d.Message = ReasonDryRun, "dry-run: "+d.Message
 	}

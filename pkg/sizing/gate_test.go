@@ -44,7 +44,7 @@ func TestResizeGate(t *testing.T) {
 
 func TestEvaluateResize(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	drifting := Recommendations{"app": {"cpu": rec("500m", "")}}
+	drifting := Recommendations{"app": {"cpu": rec("cpu", "500m", "")}}
 	cases := map[string]struct {
 		pod    *corev1.Pod
 		dryRun bool
@@ -67,53 +67,11 @@ func TestEvaluateResize(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := EvaluateResize(ResizeInput{Pod: tc.pod, Recommendations: drifting, Settings: settings(defaultManaged(), 10, 50),
+			d := EvaluateResize(ResizeInput{Pod: tc.pod, Recommendations: drifting, Params: settings(defaultManaged(), 10, 50),
 				Interval: 15 * time.Minute, Now: now, DryRun: tc.dryRun})
 			if d.Reason != tc.want || (len(d.Changes) > 0) != tc.patch {
 				t.Errorf("EvaluateResize = %q with %d changes (%s); want %q, patch %v", d.Reason, len(d.Changes), d.Message, tc.want, tc.patch)
 			}
 		})
-	}
-}
-
-func TestNewResizeSettings(t *testing.T) {
-	spec := v1.ResourcePolicySpec{
-		Metrics: []v1.MetricSpec{{Resource: "cpu", Field: "request"}, {Resource: "memory", Field: "limit"}},
-		Behaviors: v1.Behaviors{
-			Thresholds: v1.Thresholds{Default: "15%", Resize: v1.ResizeThresholds{
-				Default:            "20",
-				ResourceThresholds: map[string]v1.FieldThresholds{"cpu": {Request: "5%", Limit: "bogus"}, "memory": {Limit: "7.5"}},
-			}},
-			Resize: v1.ResizeBehavior{MaxChangePerCycle: "25%"},
-		},
-	}
-	s := NewResizeSettings(spec)
-	thresholds := map[Target]float64{
-		{corev1.ResourceCPU, Request}:              5,   // per resource and field
-		{corev1.ResourceCPU, Limit}:                20,  // unusable ⇒ resize.default
-		{corev1.ResourceMemory, Limit}:             7.5, // decimal without %
-		{corev1.ResourceMemory, Request}:           20,  // resize.default
-		{corev1.ResourceEphemeralStorage, Request}: 20,
-	}
-	for target, want := range thresholds {
-		if got := s.Threshold(target.Resource, target.Field); got != want {
-			t.Errorf("threshold %s %s = %v, want %v", target.Resource, target.Field, got, want)
-		}
-	}
-	if s.MaxChangePerCycle != 25 {
-		t.Errorf("maxChangePerCycle = %v, want 25", s.MaxChangePerCycle)
-	}
-	if !s.Managed.Has(corev1.ResourceCPU, Request) || s.Managed.Has(corev1.ResourceCPU, Limit) || !s.Managed.Has(corev1.ResourceMemory, Limit) {
-		t.Errorf("managed = %v", s.Managed)
-	}
-
-	bare := NewResizeSettings(v1.ResourcePolicySpec{Behaviors: v1.Behaviors{
-		Thresholds: v1.Thresholds{Default: "-3"}, Resize: v1.ResizeBehavior{MaxChangePerCycle: "0%"},
-	}})
-	if got := bare.Threshold(corev1.ResourceCPU, Request); got != DefaultThresholdPercent {
-		t.Errorf("bare threshold = %v, want %v", got, DefaultThresholdPercent)
-	}
-	if bare.MaxChangePerCycle != DefaultMaxChangePercent {
-		t.Errorf("bare maxChangePerCycle = %v, want %v", bare.MaxChangePerCycle, DefaultMaxChangePercent)
 	}
 }

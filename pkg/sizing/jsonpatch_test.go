@@ -122,30 +122,30 @@ func TestJSONPatchApplies(t *testing.T) {
 	}{
 		"a pod without annotations gets the map created": {
 			pod:         pod(container("app").req("cpu", "100m").lim("cpu", "200m")).obj(),
-			recs:        Recommendations{"app": {"cpu": rec("500m", "")}},
+			recs:        Recommendations{"app": {"cpu": rec("cpu", "500m", "")}},
 			bookkeeping: bookkeeping,
 			wantOps:     2,
 		},
 		"existing annotations get one escaped op per key": {
 			pod:         pod(container("app").req("cpu", "100m")).annotate("team", "shop").obj(),
-			recs:        Recommendations{"app": {"cpu": rec("300m", "")}},
+			recs:        Recommendations{"app": {"cpu": rec("cpu", "300m", "")}},
 			bookkeeping: bookkeeping,
 			wantOps:     4,
 		},
 		"a container without resources gets them whole": {
 			pod:     pod(container("app")).obj(),
-			recs:    Recommendations{"app": {"memory": rec("128Mi", "256Mi")}},
+			recs:    Recommendations{"app": {"memory": rec("memory", "128Mi", "256Mi")}},
 			wantOps: 2,
 		},
 		"a container with requests only gets its limits map created": {
 			pod:     pod(container("app").req("memory", "100Mi")).annotate("team", "shop").obj(),
-			recs:    Recommendations{"app": {"memory": rec("128Mi", "256Mi")}},
+			recs:    Recommendations{"app": {"memory": rec("memory", "128Mi", "256Mi")}},
 			wantOps: 4, // replace request, add limits map, two annotations
 		},
 		"a native sidecar is patched under spec.initContainers": {
 			pod: pod(container("app").req("cpu", "100m")).
 				init(container("migrate"), container("proxy").always().req("cpu", "10m")).obj(),
-			recs:    Recommendations{"proxy": {"cpu": rec("20m", "")}},
+			recs:    Recommendations{"proxy": {"cpu": rec("cpu", "20m", "")}},
 			wantOps: 2,
 		},
 		"bookkeeping already stamped is not rewritten": {
@@ -162,7 +162,7 @@ func TestJSONPatchApplies(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			res := Admission(tc.pod, tc.recs, defaultManaged())
+			res := Admission(tc.pod, tc.recs, Params{Managed: defaultManaged()})
 			ops, err := JSONPatch(tc.pod, res, tc.bookkeeping)
 			if err != nil {
 				t.Fatal(err)

@@ -54,12 +54,10 @@ func randomResources(r *rand.Rand, guaranteed bool) corev1.ResourceRequirements 
 func randomRecommendation(r *rand.Rand, res corev1.ResourceName) ResourceRecommendation {
 	var out ResourceRecommendation
 	if r.IntN(3) > 0 {
-		v := pick(r, res)
-		out.Request = &v
+		out.Request, out.HasRequest = UnitsOf(res, pick(r, res)), true
 	}
 	if r.IntN(2) == 0 {
-		v := pick(r, res)
-		out.Limit = &v
+		out.Limit, out.HasLimit = UnitsOf(res, pick(r, res)), true
 	}
 	return out
 }
@@ -181,7 +179,7 @@ func TestAdmissionProperties(t *testing.T) {
 				}
 			}()
 			orig := s.pod.DeepCopy()
-			res := Admission(s.pod, s.recs, s.managed)
+			res := Admission(s.pod, s.recs, Params{Managed: s.managed})
 			if d := diff(orig, s.pod); d != "" {
 				t.Fatalf("input pod modified:\n%s", d)
 			}
@@ -238,13 +236,13 @@ func TestResizeProperties(t *testing.T) {
 	caps := []float64{25, 50, 100, 150}
 	for i := range iterations(1000) {
 		s := randomScenario(r)
-		set := ResizeSettings{Managed: s.managed, MaxChangePerCycle: caps[r.IntN(len(caps))]}
+		maxChange := caps[r.IntN(len(caps))]
 		thr := thresholds[r.IntN(len(thresholds))]
-		set.Threshold = func(corev1.ResourceName, Field) float64 { return thr }
+		set := settings(s.managed, thr, maxChange)
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			defer func() {
 				if t.Failed() {
-					t.Logf("%s\nthreshold %v cap %v", s, thr, set.MaxChangePerCycle)
+					t.Logf("%s\nthreshold %v cap %v", s, thr, maxChange)
 				}
 			}()
 			p := s.pod

@@ -1,19 +1,33 @@
 package sizing
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
-// settings builds resize settings with one threshold for every (resource, field).
-func settings(managed Managed, thresholdPct, maxPct float64) ResizeSettings {
-	return ResizeSettings{
-		Managed:           managed,
-		Threshold:         func(corev1.ResourceName, Field) float64 { return thresholdPct },
-		MaxChangePerCycle: maxPct,
+// settings builds calculator params with one threshold for every (resource, field).
+func settings(managed Managed, thresholdPct, maxPct float64) Params {
+	p := Params{Managed: managed, Thresholds: map[Target]policy.Decimal{}, MaxChangePerCycle: pct(maxPct)}
+	for _, res := range recommendedResources {
+		for _, f := range [...]Field{Request, Limit} {
+			p.Thresholds[Target{res, f}] = pct(thresholdPct)
+		}
 	}
+	return p
+}
+
+// pct is a percentage as the policy package parses it.
+func pct(v float64) policy.Decimal {
+	d, err := policy.ParseDecimal(strconv.FormatFloat(v, 'f', -1, 64))
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 // TestResizeExamples runs the worked examples of SPEC §8.3 cycle by cycle: each cycle's
@@ -26,7 +40,7 @@ func TestResizeExamples(t *testing.T) {
 	cases := map[string]struct {
 		pod      *corev1.Pod
 		recs     Recommendations
-		settings ResizeSettings
+		settings Params
 		cycles   []cycle
 		final    string // reason once converged
 	}{
@@ -34,7 +48,7 @@ func TestResizeExamples(t *testing.T) {
 		// → 500m (475m snaps: |500−475|/475 = 5.3% ≤ 10%).
 		"§8.3 cpu 100m toward 500m converges in four cycles": {
 			pod:      pod(container("app").req("cpu", "100m")).obj(),
-			recs:     Recommendations{"app": {"cpu": rec("500m", "")}},
+			recs:     Recommendations{"app": {"cpu": rec("cpu", "500m", "")}},
 			settings: settings(defaultManaged(), 10, 50),
 			cycles: []cycle{
 				{requests: rl("cpu", "300m")}, {requests: rl("cpu", "400m")},
@@ -50,7 +64,7 @@ func TestResizeExamples(t *testing.T) {
 		// clamped and snapped to it; then 119.5Mi snaps (16.3% ≤ 20%) to 100Mi = 104857600.
 		"§8.3 memory limit 256Mi toward 100Mi holds the 200Mi request at the stepped limit": {
 			pod:      pod(container("app").req("memory", "200Mi").lim("memory", "256Mi")).obj(),
-			recs:     Recommendations{"app": {"memory": rec("190Mi", "100Mi")}},
+			recs:     Recommendations{"app": {"memory": rec("memory", "190Mi", "100Mi")}},
 			settings: settings(defaultManaged(), 20, 50),
 			cycles: []cycle{
 				{requests: rl("memory", "186646528"), limits: rl("memory", "186646528"),
@@ -66,7 +80,7 @@ func TestResizeExamples(t *testing.T) {
 		// 150m, 175m, then 187m would snap to 200m = the limit, so the target becomes 199m.
 		"a request growing onto its limit steps down one unit on the final cycle": {
 			pod:      pod(container("app").req("cpu", "100m", "memory", "128Mi").lim("cpu", "200m", "memory", "128Mi")).obj(),
-			recs:     Recommendations{"app": {"cpu": rec("200m", "")}},
+			recs:     Recommendations{"app": {"cpu": rec("cpu", "200m", "")}},
 			settings: settings(defaultManaged(), 10, 50),
 			cycles:   []cycle{{requests: rl("cpu", "150m")}, {requests: rl("cpu", "175m")}, {requests: rl("cpu", "199m")}},
 			final:    ReasonNoDrift,
@@ -74,7 +88,7 @@ func TestResizeExamples(t *testing.T) {
 		"a native sidecar is resized in spec.initContainers": {
 			pod: pod(container("app")).init(container("migrate").req("cpu", "1"),
 				container("proxy").always().req("cpu", "10m")).obj(),
-			recs:     Recommendations{"proxy": {"cpu": rec("15m", "")}, "migrate": {"cpu": rec("50m", "")}},
+			recs:     Recommendations{"proxy": {"cpu": rec("cpu", "15m", "")}, "migrate": {"cpu": rec("cpu", "50m", "")}},
 			settings: settings(defaultManaged(), 10, 100),
 			cycles:   []cycle{{requests: rl("cpu", "15m")}},
 			final:    ReasonNoDrift,
@@ -120,48 +134,48 @@ func TestResizeReasons(t *testing.T) {
 	}{
 		"a gap within the threshold is no drift": {
 			pod:        pod(container("app").req("cpu", "100m")).obj(),
-			recs:       Recommendations{"app": {"cpu": rec("109m", "")}},
+			recs:       Recommendations{"app": {"cpu": rec("cpu", "109m", "")}},
 			wantReason: ReasonNoDrift,
 			wantQoS:    [2]corev1.PodQOSClass{corev1.PodQOSBurstable, corev1.PodQOSBurstable},
 		},
 		"a gap of exactly the threshold is no drift": {
 			pod:        pod(container("app").req("cpu", "100m")).obj(),
-			recs:       Recommendations{"app": {"cpu": rec("110m", "")}},
+			recs:       Recommendations{"app": {"cpu": rec("cpu", "110m", "")}},
 			wantReason: ReasonNoDrift,
 			wantQoS:    [2]corev1.PodQOSClass{corev1.PodQOSBurstable, corev1.PodQOSBurstable},
 		},
 		"only ephemeral-storage drifted: not resizable": {
 			pod:        pod(container("app").req("cpu", "100m", "ephemeral-storage", "500Mi")).obj(),
-			recs:       Recommendations{"app": {"cpu": rec("100m", ""), "ephemeral-storage": rec("2Gi", "")}},
+			recs:       Recommendations{"app": {"cpu": rec("cpu", "100m", ""), "ephemeral-storage": rec("ephemeral-storage", "2Gi", "")}},
 			wantReason: ReasonNotResizable,
 			wantQoS:    [2]corev1.PodQOSClass{corev1.PodQOSBurstable, corev1.PodQOSBurstable},
 		},
 		"a Guaranteed pod whose recommendation exceeds its limit is at its clamp target": {
 			pod:        pod(guaranteed()).obj(),
-			recs:       Recommendations{"app": {"memory": rec("149Mi", "")}},
+			recs:       Recommendations{"app": {"memory": rec("memory", "149Mi", "")}},
 			wantReason: ReasonClampedAtLimit,
 			wantQoS:    [2]corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSGuaranteed},
 		},
 		"not resizable drift outranks a clamped request": {
 			pod:        pod(guaranteed().req("ephemeral-storage", "1Gi")).obj(),
-			recs:       Recommendations{"app": {"memory": rec("149Mi", ""), "ephemeral-storage": rec("2Gi", "")}},
+			recs:       Recommendations{"app": {"memory": rec("memory", "149Mi", ""), "ephemeral-storage": rec("ephemeral-storage", "2Gi", "")}},
 			wantReason: ReasonNotResizable,
 			wantQoS:    [2]corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSGuaranteed},
 		},
 		"lowering a Guaranteed pod's request would make it Burstable: qos_pinned": {
 			pod:        pod(guaranteed()).obj(),
-			recs:       Recommendations{"app": {"cpu": rec("50m", "")}},
+			recs:       Recommendations{"app": {"cpu": rec("cpu", "50m", "")}},
 			wantReason: ReasonQoSPinned,
 			wantQoS:    [2]corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable},
 		},
 		"a drifted request is resized": {
 			pod:     pod(container("app").req("cpu", "100m")).obj(),
-			recs:    Recommendations{"app": {"cpu": rec("120m", "")}},
+			recs:    Recommendations{"app": {"cpu": rec("cpu", "120m", "")}},
 			wantQoS: [2]corev1.PodQOSClass{corev1.PodQOSBurstable, corev1.PodQOSBurstable},
 		},
 		"run-to-completion init containers are not resized": {
 			pod:        pod(container("app")).init(container("migrate").req("cpu", "1")).obj(),
-			recs:       Recommendations{"migrate": {"cpu": rec("50m", "")}},
+			recs:       Recommendations{"migrate": {"cpu": rec("cpu", "50m", "")}},
 			wantReason: ReasonNoDrift,
 			wantQoS:    [2]corev1.PodQOSClass{corev1.PodQOSBurstable, corev1.PodQOSBurstable},
 		},
@@ -202,7 +216,7 @@ func TestStep(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, moved := step(tc.cur, tc.rec, percent(tc.thr, 10), percent(tc.maxPct, 50))
+			got, moved := step(tc.cur, tc.rec, pct(tc.thr).Rat(), pct(tc.maxPct).Rat())
 			if got != tc.want || moved != tc.moved {
 				t.Errorf("step(%d, %d) = %d, %v; want %d, %v", tc.cur, tc.rec, got, moved, tc.want, tc.moved)
 			}

@@ -1,7 +1,6 @@
 package sizing
 
 import (
-	"math"
 	"math/big"
 )
 
@@ -71,13 +70,4 @@ func step(cur, rec int64, thr, maxPct *big.Rat) (int64, bool) {
 func absDiff(a, b int64) *big.Int {
 	d := new(big.Int).Sub(big.NewInt(a), big.NewInt(b))
 	return d.Abs(d)
-}
-
-// percent converts a percentage to an exact rational; NaN, ±Inf or negative values use
-// fallback instead.
-func percent(pct, fallback float64) *big.Rat {
-	if math.IsNaN(pct) || math.IsInf(pct, 0) || pct < 0 {
-		pct = fallback
-	}
-	return new(big.Rat).SetFloat64(pct)
 }

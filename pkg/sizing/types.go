@@ -3,8 +3,6 @@ package sizing
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 )
 
 // Field is one side of a container's resource requirements.
@@ -50,32 +48,53 @@ type Target struct {
 // fields not in the set are never touched. A nil set manages nothing.
 type Managed map[Target]bool
 
-// ManagedFromMetrics returns the (resource, field) pairs named by a policy's metrics.
-func ManagedFromMetrics(metrics []v1.MetricSpec) Managed {
-	m := Managed{}
-	for _, ms := range metrics {
-		m[Target{Resource: corev1.ResourceName(ms.Resource), Field: Field(ms.Field)}] = true
-	}
-	return m
-}
-
 // Has reports whether the policy manages field of res.
 func (m Managed) Has(res corev1.ResourceName, f Field) bool {
 	return m[Target{Resource: res, Field: f}]
 }
 
-// ResourceRecommendation is the recommended request and limit of one resource; nil means
-// no recommendation for that field.
+// Units is an amount of one resource in its whole unit: millicores for cpu, bytes for
+// memory and ephemeral-storage. The calculator works in Units only; values become
+// resource.Quantity at the edges (parsing a profile's status, rendering a patch).
+type Units int64
+
+// UnitsOf converts q to Units of res, rounding a fraction of a unit up (the Quantity's
+// MilliValue for cpu, Value otherwise).
+func UnitsOf(res corev1.ResourceName, q resource.Quantity) Units {
+	if res == corev1.ResourceCPU {
+		return Units(q.MilliValue())
+	}
+	return Units(q.Value())
+}
+
+// Quantity renders u as a Quantity of res: cpu as a DecimalSI milli-quantity ("199m",
+// "2"), anything else as BinarySI bytes ("128Mi", "134217727").
+func (u Units) Quantity(res corev1.ResourceName) resource.Quantity {
+	if res == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(int64(u), resource.DecimalSI)
+	}
+	return *resource.NewQuantity(int64(u), resource.BinarySI)
+}
+
+// String renders u the way Quantity(res) does, for logs and messages.
+func (u Units) String(res corev1.ResourceName) string {
+	q := u.Quantity(res)
+	return q.String()
+}
+
+// ResourceRecommendation is the recommended request and limit of one resource; HasRequest
+// and HasLimit say which fields carry a recommendation.
 type ResourceRecommendation struct {
-	Request *resource.Quantity
-	Limit   *resource.Quantity
+	Request, Limit       Units
+	HasRequest, HasLimit bool
 }
 
 // Recommendations maps container name → resource → recommendation.
 type Recommendations map[string]map[corev1.ResourceName]ResourceRecommendation
 
-// ContainerChanges are the values to write into one long-running container. Requests
-// and Limits hold only the written values (nil when none).
+// ContainerChanges are the values to write into one long-running container: the patch
+// edge of a Plan, in Quantity form. Requests and Limits hold only the written values (nil
+// when none).
 type ContainerChanges struct {
 	// Name is the container name.
 	Name string
@@ -96,9 +115,9 @@ func (c ContainerChanges) empty() bool { return len(c.Requests) == 0 && len(c.Li
 type Clamp struct {
 	Container   string
 	Resource    corev1.ResourceName
-	Recommended resource.Quantity
-	Limit       resource.Quantity
-	Written     resource.Quantity
+	Recommended Units
+	Limit       Units
+	Written     Units
 }
 
 // recommendedResources are the resources Ballast recommends, in processing order.

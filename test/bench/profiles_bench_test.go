@@ -12,7 +12,7 @@ import (
 	"time"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/control/profiles"
+	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -50,13 +50,17 @@ func BenchmarkProfileCycle(b *testing.B) {
 	writeHistory(b, w, hashes, now, 24, 1.0)
 	b.Logf("wrote %d series × 24 windows in %s", cycleProfiles*cycleContainers*len(cycleResources), time.Since(t0).Round(time.Millisecond))
 
-	adapter := profiles.NewStoreAdapter(srv.Valkey.URL())
+	adapter := store.NewProfileReader(srv.Valkey.URL())
 	defer adapter.Close()
 	spec := ballastv1.DefaultPolicySpec(ballastv1.ResourcePolicySpec{Metrics: []ballastv1.MetricSpec{
 		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "avg", Headroom: "1.25"},
 		{Resource: "memory", Field: "request", Source: "s", Aggregation: "p75"},
 		{Resource: "memory", Field: "limit", Source: "s", Aggregation: "p99", Headroom: "1.2"},
 		{Resource: "ephemeral-storage", Field: "request", Source: "s", Aggregation: "p90"}}})
+	compiled, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "bench", 1, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	cycle := func(now time.Time) (time.Duration, int64) {
 		before := adapter.Commands()
@@ -73,10 +77,8 @@ func BenchmarkProfileCycle(b *testing.B) {
 						b.Error(err)
 						continue
 					}
-					if _, err := recommend.Compute(recommend.Input{Now: now, Policy: spec, Retention: retention,
-						SamplingInterval: 10 * time.Second, Containers: s.Containers, PodSeries: s.Pod, OOMs: s.OOMs}); err != nil {
-						b.Error(err)
-					}
+					recommend.Compute(recommend.Input{Now: now, Policy: compiled, Retention: retention,
+						SamplingInterval: 10 * time.Second, Containers: s.Containers, PodSeries: s.Pod, OOMs: s.OOMs})
 				}
 			}()
 		}

@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/logging"
 )
 
 // Options are ballast-control's settings (SPEC §12.2). Flags fall back to environment
@@ -113,14 +113,14 @@ func (o *Options) Validate() error {
 	}
 	for flag, v := range map[string]string{"log-level": o.LogLevel, "log-level-webhook": o.LogLevelWebhook,
 		"log-level-watcher": o.LogLevelWatcher, "log-level-collector": o.LogLevelCollector, "log-level-adjuster": o.LogLevelAdjuster} {
-		if _, ok := zapLevels[strings.ToLower(v)]; !ok && (v != "" || flag == "log-level") {
+		if !logging.ValidLevel(v) && (v != "" || flag == "log-level") {
 			errs = append(errs, fmt.Errorf("--%s %q: must be one of debug, info, warn, error", flag, v))
 		}
 	}
 	if _, err := o.staticFields(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.LogFormat != "json" && o.LogFormat != "text" {
+	if !logging.ValidFormat(o.LogFormat) {
 		errs = append(errs, fmt.Errorf("--log-format %q: must be json or text", o.LogFormat))
 	}
 	if o.WebhookCertMode != "builtin" && o.WebhookCertMode != "files" {

@@ -48,6 +48,26 @@ const (
 	SourceTypeKubeletSummary    = "kubeletSummary"
 )
 
+// Values of the resize-state annotation (SPEC §9).
+const (
+	ResizeStatePending    = "Pending"
+	ResizeStateInProgress = "InProgress"
+	ResizeStateDeferred   = "Deferred"
+	ResizeStateInfeasible = "Infeasible"
+	ResizeStateError      = "Error"
+	ResizeStateCompleted  = "Completed"
+)
+
+// PolicyRefValue is how Ballast names a policy in the policy-ref annotation, in logs and in
+// metric attributes: "<name>" for a ClusterResourcePolicy (namespace ""), and
+// "<namespace>/<name>" for a ResourcePolicy.
+func PolicyRefValue(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
 // AppliedAnnotation is the annotation recording a value written at admission,
 // e.g. applied-cpu-request.
 func AppliedAnnotation(resource, field string) string {

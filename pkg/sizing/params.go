@@ -1,0 +1,64 @@
+package sizing
+
+import (
+	"math/big"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ballastk8s/ballast/pkg/policy"
+)
+
+// Params are the policy inputs of the calculator, built from a compiled policy by
+// ParamsFor. The calculator never reads a policy spec: every number in Params was parsed
+// and validated by policy.Compile.
+type Params struct {
+	// Managed is the set of (resource, field) the policy's metrics manage.
+	Managed Managed
+	// Thresholds are the resize drift thresholds in percent per (resource, field), the
+	// chain of SPEC §8.3 already resolved; a missing entry means 10%. Admission ignores them.
+	Thresholds map[Target]policy.Decimal
+	// MaxChangePerCycle caps one resize cycle's step, in percent of the gap; zero means
+	// 50%. Admission ignores it.
+	MaxChangePerCycle policy.Decimal
+}
+
+// ParamsFor derives the calculator's parameters from a compiled (so valid) policy: the
+// managed set from its metrics, the resize threshold of every (resource, field) from
+// Compiled.ResizeThreshold, and maxChangePerCycle with its resolve-time default.
+func ParamsFor(c *policy.Compiled) Params {
+	p := Params{Managed: Managed{}, Thresholds: map[Target]policy.Decimal{}}
+	if c == nil {
+		return p
+	}
+	for _, m := range c.Metrics {
+		p.Managed[Target{Resource: corev1.ResourceName(m.Resource), Field: Field(m.Field)}] = true
+	}
+	for _, res := range recommendedResources {
+		for _, f := range [...]Field{Request, Limit} {
+			p.Thresholds[Target{res, f}] = c.ResizeThreshold(string(res), string(f))
+		}
+	}
+	p.MaxChangePerCycle = c.Resize.MaxChangePerCycle
+	return p
+}
+
+// defaultThreshold and defaultMaxChange end the chains when Params leaves them unset
+// (SPEC §2.3: 10% and 50%).
+var (
+	defaultThreshold = big.NewRat(10, 1)
+	defaultMaxChange = big.NewRat(50, 1)
+)
+
+func (p Params) threshold(res corev1.ResourceName, f Field) *big.Rat {
+	if d, ok := p.Thresholds[Target{res, f}]; ok && d.Sign() >= 0 {
+		return d.Rat()
+	}
+	return defaultThreshold
+}
+
+func (p Params) maxChange() *big.Rat {
+	if p.MaxChangePerCycle.Sign() <= 0 {
+		return defaultMaxChange
+	}
+	return p.MaxChangePerCycle.Rat()
+}
