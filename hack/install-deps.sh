@@ -28,3 +28,8 @@ fi
 # Debian starts the packaged service; the tests start their own servers on free ports.
 systemctl disable --now valkey-server redis-server >/dev/null 2>&1 || true
 command -v valkey-server || command -v redis-server
+
+# eBPF toolchain (issue 14): `make generate` compiles bpf/memsignal.c with Debian's clang/llvm
+# against libbpf-dev's headers through bpf2go; bpftool regenerates bpf/vmlinux.h. Builds and
+# tests need none of it (the objects are committed); only generate/verify do.
+apt-get install -y -qq --no-install-recommends clang llvm libbpf-dev bpftool >/dev/null
