@@ -131,7 +131,7 @@ func fillContainer(cr *debug.ContainerReport, cs *ctrState) {
 	if s := cs.stall; s != nil {
 		cr.ReclaimStall = &debug.StallReport{MemcgID: s.MemcgID, At: cs.stallAt, Interval: s.Interval.String(),
 			Passes: s.Passes, Stalled: s.Stalled.String(), Fraction: s.Fraction, MaxPass: s.MaxPass.String(),
-			ReclaimedPages: s.ReclaimedPages}
+			ReclaimedPages: s.ReclaimedPages, TotalPasses: s.TotalPasses, TotalStalled: s.TotalStalled.String()}
 	}
 }
 

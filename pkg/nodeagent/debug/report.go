@@ -112,6 +112,8 @@ type StallReport struct {
 	Fraction       float64   `json:"fraction"`
 	MaxPass        string    `json:"maxPass"`
 	ReclaimedPages uint64    `json:"reclaimedPages"`
+	TotalPasses    uint64    `json:"totalPasses"`
+	TotalStalled   string    `json:"totalStalled"`
 }
 
 // SampleReport is the last recorded sample of one signal.

@@ -36,6 +36,10 @@ type StallReading struct {
 	// Fraction is Stalled / Interval (like PSI "some", summed over the cgroup's tasks, so
 	// it can exceed 1 with several stalled threads); 0 on the first reading.
 	Fraction float64
+	// TotalPasses and TotalStalled are the totals since the programs loaded (or since the
+	// LRU map last evicted the cgroup).
+	TotalPasses  uint64
+	TotalStalled time.Duration
 }
 
 // StallReader is what a StallSource reads: a Probe.
@@ -78,7 +82,8 @@ func (s *StallSource) Collect(_ context.Context, now time.Time, targets []StallT
 			errs = append(errs, source.Error{Key: t.Key, Kind: ErrorKindStall, Err: err})
 			continue
 		}
-		rd := StallReading{Key: t.Key, MemcgID: t.MemcgID, MaxPass: time.Duration(cur.MaxNs)}
+		rd := StallReading{Key: t.Key, MemcgID: t.MemcgID, MaxPass: time.Duration(cur.MaxNs),
+			TotalPasses: cur.Count, TotalStalled: time.Duration(cur.TotalNs)}
 		p, ok := s.prev[t.MemcgID]
 		base := Stall{}
 		if ok && cur.Count >= p.s.Count && cur.TotalNs >= p.s.TotalNs {

@@ -37,7 +37,8 @@ func TestStallSourceDeltas(t *testing.T) {
 	m[10] = Stall{Count: 6, TotalNs: 502e6, MaxNs: 400e6, ReclaimedPages: 150}
 	rd, _, _ = src.Collect(context.Background(), t0.Add(time.Second), targets)
 	if got := rd[0]; got.Passes != 2 || got.Stalled != 500*time.Millisecond || got.ReclaimedPages != 50 ||
-		got.Interval != time.Second || got.Fraction != 0.5 || got.MaxPass != 400*time.Millisecond {
+		got.Interval != time.Second || got.Fraction != 0.5 || got.MaxPass != 400*time.Millisecond ||
+		got.TotalPasses != 6 || got.TotalStalled != 502*time.Millisecond {
 		t.Errorf("second reading = %+v, want 2 passes, 500ms of 1s, 50 pages", got)
 	}
 	// The LRU map evicted and restarted the entry: the new totals are the reading.
