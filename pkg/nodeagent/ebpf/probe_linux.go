@@ -62,7 +62,10 @@ type Probe struct {
 
 // Open loads and attaches what this kernel and these privileges allow. It never fails:
 // a Probe that loaded nothing says why in Status().Reason, and its Events never sends.
-func Open() *Probe {
+func Open() *Probe { return OpenWith(Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(o Options) *Probe {
 	p := &Probe{events: make(chan OOMKill, 256)}
 	if _, err := os.Stat(kernelBTF); err != nil {
 		p.status.Reason = fmt.Sprintf("no kernel BTF (%v): CO-RE programs cannot be relocated", err)
@@ -88,6 +91,11 @@ func Open() *Probe {
 		pr := Program{Signal: c.signal, Name: c.prog, Hook: spec.Programs[c.prog].SectionName}
 		if served[c.signal] {
 			pr.Err = "not tried: served by a preferred program"
+			p.status.Programs = append(p.status.Programs, pr)
+			continue
+		}
+		if o.disabled(c.prog) {
+			pr.Err = "disabled"
 			p.status.Programs = append(p.status.Programs, pr)
 			continue
 		}

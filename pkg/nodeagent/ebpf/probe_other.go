@@ -11,7 +11,10 @@ import (
 type Probe struct{ status Status }
 
 // Open reports that eBPF needs Linux.
-func Open() *Probe { return &Probe{status: Status{Reason: "eBPF needs Linux"}} }
+func Open() *Probe { return OpenWith(Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(Options) *Probe { return &Probe{status: Status{Reason: "eBPF needs Linux"}} }
 
 // Status is what loaded (nothing).
 func (p *Probe) Status() Status { return p.status }

@@ -19,6 +19,22 @@ const (
 	SignalReclaimEnd   = "reclaim_end"
 )
 
+// Options tune Open; the zero value tries every program.
+type Options struct {
+	// Disable names programs (Program.Name) not to try, so a test can exercise the
+	// fallbacks on a kernel where the preferred programs load.
+	Disable []string
+}
+
+func (o Options) disabled(name string) bool {
+	for _, d := range o.Disable {
+		if d == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Program is one program tried for a signal.
 type Program struct {
 	Signal string

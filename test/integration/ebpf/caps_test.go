@@ -19,10 +19,14 @@ import (
 // probeChild is the "probe" helper: it opens the probe with the privileges it has, prints
 // one status line, and (given a memcg id) prints the first OOM kill in that cgroup.
 func probeChild() {
-	p := ebpf.Open()
+	var o ebpf.Options
+	if d := os.Getenv("BALLAST_EBPF_DISABLE"); d != "" {
+		o.Disable = strings.Split(d, ",")
+	}
+	p := ebpf.OpenWith(o)
 	defer p.Close()
 	st := p.Status()
-	fmt.Printf("loaded=%d uid=%d reason=%q\n", st.Loaded(), os.Getuid(), st.Reason)
+	fmt.Printf("loaded=%d uid=%d reason=%q status=%q\n", st.Loaded(), os.Getuid(), st.Reason, st.String())
 	if len(os.Args) < 2 || st.Loaded() == 0 {
 		return
 	}
@@ -33,6 +37,7 @@ func probeChild() {
 	for k := range p.Events() {
 		if k.MemcgID == want {
 			fmt.Printf("kill pid=%d memcg=%d\n", k.PID, k.MemcgID)
+			fmt.Fprintf(os.Stderr, "kill via %s: comm %q anon %d B\n", k.Hook, k.Comm, k.AnonBytes)
 			return
 		}
 	}
@@ -136,5 +141,40 @@ func TestNoCapabilitiesDegrades(t *testing.T) {
 		}
 	case <-time.After(deadline):
 		t.Fatal("probe helper without capabilities did not exit")
+	}
+}
+
+// With the BTF-enabled tracepoints disabled, every signal falls back on its own to the
+// classic tracepoint (tracefs mounted in the helper's private mount namespace) and still
+// sees the kill.
+func TestClassicTracepointFallback(t *testing.T) {
+	requireRoot(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare (util-linux) not installed")
+	}
+	cg := newMemcg(t, 32<<20)
+	id := cg.id(t)
+	self, _ := os.Executable()
+	cmd := exec.Command(unshare, "-m", "--propagation", "private", "/bin/sh", "-c",
+		`mount -t tracefs tracefs /sys/kernel/tracing && exec "$0" "$@"`, self, strconv.FormatUint(id, 10))
+	cmd.Env = append(os.Environ(), helperEnv+"=probe", "BALLAST_EBPF_DISABLE=btf_mark_victim,btf_reclaim_begin,btf_reclaim_end")
+	cmd.Stderr = os.Stderr
+	pipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	out := bufio.NewReader(pipe)
+	st := readLine(t, out)
+	t.Log(st)
+	want := "oom=tracepoint/oom/mark_victim; reclaim_begin=tracepoint/vmscan/mm_vmscan_memcg_reclaim_begin; reclaim_end=tracepoint/vmscan/mm_vmscan_memcg_reclaim_end"
+	if !strings.HasPrefix(st, "loaded=3 ") || !strings.Contains(st, want) {
+		t.Fatalf("fallback status %s, want 3 classic tracepoints (%s)", st, want)
+	}
+	hog := cg.start(t, "hog")
+	defer func() { _ = hog.Wait() }()
+	if got, want := readLine(t, out), fmt.Sprintf("kill pid=%d memcg=%d", hog.Process.Pid, id); got != want {
+		t.Errorf("classic tracepoint saw %q, want %q", got, want)
 	}
 }
