@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -53,6 +54,7 @@ type Probe struct {
 	maps   memsignalMaps
 	links  []link.Link
 	progs  []*cebpf.Program
+	names  []string // the hooks of progs
 	rd     *ringbuf.Reader
 	events chan OOMKill
 	// bootOffset converts bpf_ktime_get_ns (CLOCK_MONOTONIC) to wall time.
@@ -104,7 +106,7 @@ func OpenWith(o Options) *Probe {
 			pr.Err = capHint(err)
 		} else {
 			pr.Loaded, served[c.signal] = true, true
-			p.progs, p.links = append(p.progs, prog), append(p.links, l)
+			p.progs, p.links, p.names = append(p.progs, prog), append(p.links, l), append(p.names, pr.Hook)
 		}
 		p.status.Programs = append(p.status.Programs, pr)
 	}
@@ -227,6 +229,24 @@ func (p *Probe) Stall(cgroupID uint64) (Stall, bool, error) {
 	}
 	return Stall{Count: v.Count, TotalNs: v.TotalNs, MaxNs: v.MaxNs, ReclaimedPages: v.Reclaimed}, true, nil
 }
+
+// ProgramStats is the kernel's run count and run time of each attached program, by hook.
+// The kernel counts only while run-time statistics are enabled (EnableRunStats); this is
+// for benchmarks, not the agent.
+func (p *Probe) ProgramStats() (map[string]ProgramStat, error) {
+	out := map[string]ProgramStat{}
+	for i, pr := range p.progs {
+		s, err := pr.Stats()
+		if err != nil {
+			return nil, err
+		}
+		out[p.names[i]] = ProgramStat{Runs: s.RunCount, Runtime: s.Runtime}
+	}
+	return out, nil
+}
+
+// EnableRunStats turns on the kernel's BPF run-time statistics until the closer is closed.
+func EnableRunStats() (io.Closer, error) { return cebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)) }
 
 // Lost counts OOM records dropped because the ring buffer was full.
 func (p *Probe) Lost() uint64 {

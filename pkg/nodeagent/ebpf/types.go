@@ -119,6 +119,12 @@ type OOMKill struct {
 	CgroupFromTrigger bool
 }
 
+// ProgramStat is one program's kernel-side cost.
+type ProgramStat struct {
+	Runs    uint64
+	Runtime time.Duration
+}
+
 // Stall is the limit-reclaim time of one memory cgroup since the programs loaded.
 type Stall struct {
 	Count, TotalNs, MaxNs, ReclaimedPages uint64

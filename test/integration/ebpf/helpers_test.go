@@ -82,7 +82,7 @@ type memcg struct {
 // newMemcg creates a memory cgroup with limit bytes: on cgroup v1, nested in this
 // process's own memory cgroup (hierarchical, so it stays inside the caller's limit); on a
 // v2 host with the memory controller, below the root.
-func newMemcg(t *testing.T, limit int64) *memcg {
+func newMemcg(t testing.TB, limit int64) *memcg {
 	t.Helper()
 	cgSeq++
 	name := fmt.Sprintf("ballast-ebpf-%d-%d-%s", os.Getpid(), cgSeq, strings.ReplaceAll(t.Name(), "/", "_"))
@@ -129,7 +129,7 @@ func v1MemoryPath() (string, bool) {
 }
 
 // id is the cgroup id the kernel reports for the cgroup: its directory's inode number.
-func (m *memcg) id(t *testing.T) uint64 {
+func (m *memcg) id(t testing.TB) uint64 {
 	t.Helper()
 	var st syscall.Stat_t
 	if err := syscall.Stat(m.dir, &st); err != nil {
@@ -140,7 +140,7 @@ func (m *memcg) id(t *testing.T) uint64 {
 
 // start runs the test binary as helper mode in the cgroup: the shell moves itself in
 // before it execs, so every page the helper touches is charged to the cgroup.
-func (m *memcg) start(t *testing.T, mode string, args ...string) *exec.Cmd {
+func (m *memcg) start(t testing.TB, mode string, args ...string) *exec.Cmd {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -156,7 +156,7 @@ func (m *memcg) start(t *testing.T, mode string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func write(t *testing.T, path, v string) {
+func write(t testing.TB, path, v string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
 		t.Fatalf("writing %s: %v", path, err)

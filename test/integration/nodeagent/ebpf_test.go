@@ -135,7 +135,7 @@ type realPod struct {
 	dirs map[string]string
 }
 
-func newRealPod(t *testing.T, ps *podSpec) *realPod {
+func newRealPod(t testing.TB, ps *podSpec) *realPod {
 	t.Helper()
 	own, ok := v1MemoryCgroup()
 	if !ok {
@@ -201,7 +201,7 @@ func (rp *realPod) wrap() []string {
 }
 
 // run starts the test binary as helper mode inside container's memory cgroup.
-func (rp *realPod) run(t *testing.T, container, mode string, env ...string) *exec.Cmd {
+func (rp *realPod) run(t testing.TB, container, mode string, env ...string) *exec.Cmd {
 	t.Helper()
 	self, _ := os.Executable()
 	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$0" && exec "$1"`, filepath.Join(rp.dirs[container], "cgroup.procs"), self)
