@@ -33,3 +33,7 @@ command -v valkey-server || command -v redis-server
 # against libbpf-dev's headers through bpf2go; bpftool regenerates bpf/vmlinux.h. Builds and
 # tests need none of it (the objects are committed); only generate/verify do.
 apt-get install -y -qq --no-install-recommends clang llvm libbpf-dev bpftool >/dev/null
+# QEMU cgroup v2 tier (issue 14, test/integration/qemu; skipped without these): qemu under TCG,
+# a static busybox for the initramfs, and the Debian 6.12 cloud kernel into .cache/qemu.
+apt-get install -y -qq --no-install-recommends qemu-system-x86 busybox-static >/dev/null
+"$(dirname "$0")/qemu/fetch-kernel.sh" >/dev/null

@@ -19,10 +19,16 @@ import (
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
-// guestTests are the tests of test/integration/ebpf run in the guest: the OOM record on
-// real v2 cgroups (the limit memcg and cgroup ids are the leaf's inode). The reclaim test
-// needs a disk-backed page cache, which an initramfs has not; setpriv is not in busybox.
-const guestTests = "TestOOMKillReportsVictimAndCgroup"
+// guestTests are the packages built statically into the initramfs and the tests each runs
+// there. test/integration/cgroupv2: the cgroup v2 reader (cpu.stat, working set,
+// memory.max, PSI, memory.peak reset per file descriptor) and the inotify OOM watcher on
+// real files. test/integration/ebpf: the OOM record on real v2 cgroups. Not run there: the
+// reclaim test (an initramfs has no disk-backed page cache to reclaim) and the capability
+// tests (busybox has no setpriv).
+var guestTests = []struct{ name, pkg, run string }{
+	{"cgroupv2", "./test/integration/cgroupv2", "."},
+	{"ebpf", "./test/integration/ebpf", "TestOOMKillReportsVictimAndCgroup"},
+}
 
 func TestCgroupV2Guest(t *testing.T) {
 	qemu, err := exec.LookPath("qemu-system-x86_64")
@@ -40,7 +46,7 @@ func TestCgroupV2Guest(t *testing.T) {
 	}
 	work := t.TempDir()
 	rootfs := filepath.Join(work, "rootfs")
-	for _, d := range []string{"bin", "proc", "sys", "dev", "tmp"} {
+	for _, d := range []string{"bin", "proc", "sys", "dev", "tmp", "tests"} {
 		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -53,14 +59,16 @@ func TestCgroupV2Guest(t *testing.T) {
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		}
 	}
-	run(root, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, "go", "test", "-c", "-o",
-		filepath.Join(rootfs, "guest.test"), "./test/integration/ebpf")
+	for _, g := range guestTests {
+		run(root, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, "go", "test", "-c", "-o",
+			filepath.Join(rootfs, "tests", g.name+".test"), g.pkg)
+		if err := os.WriteFile(filepath.Join(rootfs, "tests", g.name+".run"), []byte(g.run), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	run(root, nil, "cp", busybox, filepath.Join(rootfs, "bin", "busybox"))
 	run(root, nil, "cp", filepath.Join(root, "hack", "qemu", "init"), filepath.Join(rootfs, "init"))
 	if err := os.Chmod(filepath.Join(rootfs, "init"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(rootfs, "guest.run"), []byte(guestTests), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	initrd := filepath.Join(work, "initrd.gz")
@@ -69,7 +77,7 @@ func TestCgroupV2Guest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, qemu, "-accel", "tcg", "-cpu", "max,-pku,-la57", "-m", "1024", "-smp", "1",
+	cmd := exec.CommandContext(ctx, qemu, "-accel", "tcg", "-cpu", "max,-pku,-la57,-cx16", "-m", "1024", "-smp", "1",
 		"-nographic", "-no-reboot", "-kernel", kernel, "-initrd", initrd,
 		"-append", "console=ttyS0 panic=-1 quiet psi=1")
 	var out bytes.Buffer
@@ -87,7 +95,7 @@ func TestCgroupV2Guest(t *testing.T) {
 			result = strings.TrimSpace(l[strings.Index(l, "GUEST-RESULT: ")+len("GUEST-RESULT: "):])
 		case strings.Contains(l, "GUEST-KERNEL: "):
 			kernelLine = l[strings.Index(l, "GUEST-KERNEL: "):]
-		case strings.Contains(l, "---") || strings.Contains(l, "ebpf_test.go") || strings.Contains(l, "probe_test.go"):
+		case strings.Contains(l, "--- ") || strings.Contains(l, "_test.go:"):
 			t.Log("guest: " + l)
 		}
 	}
@@ -95,8 +103,13 @@ func TestCgroupV2Guest(t *testing.T) {
 	if result != "0" {
 		t.Fatalf("guest tests: result %q (qemu: %v); serial console:\n%s", result, err, tail(log, 80))
 	}
-	if !strings.Contains(log, "--- PASS: TestOOMKillReportsVictimAndCgroup") {
-		t.Fatalf("the OOM test did not pass in the guest:\n%s", tail(log, 80))
+	for _, name := range []string{"TestReaderOnRealCgroupV2", "TestOOMWatcherOnRealCgroupV2", "TestOOMKillReportsVictimAndCgroup"} {
+		if !strings.Contains(log, "--- PASS: "+name) {
+			t.Errorf("%s did not pass in the guest (skipped or missing)", name)
+		}
+	}
+	if t.Failed() {
+		t.Logf("serial console:\n%s", tail(log, 80))
 	}
 }
 
