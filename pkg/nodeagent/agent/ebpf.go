@@ -59,7 +59,8 @@ func programErrors(st ebpf.Status) map[string]string {
 	return out
 }
 
-// runEBPF delivers the programs' OOM kills until ctx is done.
+// runEBPF delivers the programs' OOM kills until ctx is done. A ring buffer that fails
+// ends only this loop (the files still report kills), never the agent.
 func (a *Agent) runEBPF(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
@@ -70,7 +71,11 @@ func (a *Agent) runEBPF(ctx context.Context) error {
 	}()
 	err := a.bpf.Run(ctx)
 	<-done
-	return err
+	if err != nil && ctx.Err() == nil {
+		a.units.Fail(sourceEBPF, a.now(), "ringbuf", err)
+		a.log.Error(err, "eBPF OOM records stopped: kills are counted from the cgroup files alone")
+	}
+	return nil
 }
 
 // onBPFKill joins a kill to the container whose memory cgroup it happened in and hands it
