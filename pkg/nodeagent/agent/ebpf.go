@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -117,10 +118,11 @@ func (l *oomLedger) fresh(fromBPF bool, n uint64, t time.Time, window time.Durat
 	if fromBPF {
 		mine, other = &l.bpf, &l.files
 	}
+	// Forget reports older than the window; later ones stay (paths can arrive out of order).
 	prune := func(s []time.Time) []time.Time {
 		out := s[:0]
 		for _, x := range s {
-			if d := t.Sub(x); d <= window && d >= -window {
+			if t.Sub(x) <= window {
 				out = append(out, x)
 			}
 		}
@@ -129,8 +131,8 @@ func (l *oomLedger) fresh(fromBPF bool, n uint64, t time.Time, window time.Durat
 	*mine, *other = prune(*mine), prune(*other)
 	var fresh uint64
 	for range n {
-		if len(*other) > 0 {
-			*other = (*other)[1:] // the other path already wrote this kill
+		if i := slices.IndexFunc(*other, func(x time.Time) bool { return x.Sub(t) <= window }); i >= 0 {
+			*other = slices.Delete(*other, i, i+1) // the other path already wrote this kill
 			continue
 		}
 		*mine = append(*mine, t)
