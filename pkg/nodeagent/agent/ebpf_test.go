@@ -78,7 +78,7 @@ func TestBPFKillJoinedAndDeduplicated(t *testing.T) {
 	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 11, MemcgID: st.Ino, LimitMemcgID: st.Ino + 1000})
 	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 12, MemcgID: st.Ino, LimitMemcgID: 0})
 	a.onBPFKill(ctx, ebpf.OOMKill{At: at.Add(-time.Hour), PID: 14, MemcgID: st.Ino, LimitMemcgID: st.Ino}) // long before: not the polled one
-	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 13, MemcgID: st.Ino + 5000}) // not a sampled container
+	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 13, MemcgID: st.Ino + 5000})                                // not a sampled container
 
 	// The poll then sees one of those kills in oom_control.
 	body := "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n" // the fixture starts at 1
