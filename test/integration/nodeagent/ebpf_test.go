@@ -305,4 +305,7 @@ func TestEBPFKillCountedOnceAndReclaimStall(t *testing.T) {
 		}
 		return nil
 	})
+	if txt := getText(t, a, "?format=text"); !strings.Contains(txt, "reclaim stall") {
+		t.Errorf("the text view shows no reclaim stall:\n%s", txt)
+	}
 }
