@@ -30,11 +30,25 @@ generate: ## regenerate deepcopy code and CRD manifests
 	@hack/tools/build.sh controller-gen
 	$(BIN)/controller-gen object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=pkg/apis/ballast/v1/crds
 	cp pkg/apis/ballast/v1/crds/*.yaml charts/ballast/crds/
+	$(MAKE) --no-print-directory generate-bpf
+
+# The eBPF objects (bpf/memsignal.c → pkg/nodeagent/ebpf/memsignal_*_bpfel.{go,o}) need
+# clang, llvm-strip and libbpf-dev (hack/install-deps.sh). bpf/vmlinux.h is regenerated only
+# by `make vmlinux` (it describes one kernel's types; CO-RE relocates them at load time).
+.PHONY: generate-bpf
+generate-bpf: ## rebuild the committed eBPF objects with bpf2go
+	$(GO) generate ./pkg/nodeagent/ebpf/
+
+.PHONY: vmlinux
+vmlinux: ## regenerate bpf/vmlinux.h from this machine's kernel BTF
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h
+	uname -r > bpf/vmlinux.kernel
 
 .PHONY: verify
 verify: generate ## regenerate everything and fail if the tree changed
-	@git diff --exit-code -- pkg/apis charts/ballast/crds || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- pkg/apis charts/ballast/crds)" || { git status --porcelain -- pkg/apis charts/ballast/crds; echo "untracked generated files: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- pkg/apis charts/ballast/crds pkg/nodeagent/ebpf || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- pkg/apis charts/ballast/crds pkg/nodeagent/ebpf)" || { git status --porcelain -- pkg/apis charts/ballast/crds pkg/nodeagent/ebpf; echo "untracked generated files: run make generate and commit"; exit 1; }
+	@sha256sum pkg/nodeagent/ebpf/*.o > /tmp/ballast-bpf.sum && $(GO) generate ./pkg/nodeagent/ebpf/ && sha256sum -c --quiet /tmp/ballast-bpf.sum || { echo "eBPF objects are not reproducible: two generations differ"; exit 1; }
 	@$(GO) mod tidy -diff
 	@cd hack/imagebuild && $(GO) mod tidy -diff
 

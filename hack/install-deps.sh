@@ -35,3 +35,12 @@ systemctl disable --now containerd >/dev/null 2>&1 || true
 command -v valkey-server || command -v redis-server
 command -v containerd runc unshare ip >/dev/null
 test -x /usr/lib/cni/bridge
+
+# eBPF toolchain (issue 14): `make generate` compiles bpf/memsignal.c with Debian's clang/llvm
+# against libbpf-dev's headers through bpf2go; bpftool regenerates bpf/vmlinux.h. Builds and
+# tests need none of it (the objects are committed); only generate/verify do.
+apt-get install -y -qq --no-install-recommends clang llvm libbpf-dev bpftool >/dev/null
+# QEMU cgroup v2 tier (issue 14, test/integration/qemu; skipped without these): qemu under TCG,
+# a static busybox for the initramfs, and the Debian 6.12 cloud kernel into .cache/qemu.
+apt-get install -y -qq --no-install-recommends qemu-system-x86 busybox-static >/dev/null
+"$(dirname "$0")/qemu/fetch-kernel.sh" >/dev/null

@@ -217,6 +217,9 @@ $(VAR) references are expanded by the kubelet.
 {{- end }}
 - --log-level={{ .Values.logging.level }}
 - --log-format={{ .Values.logging.format }}
+{{- if .Values.agent.ebpf.enabled }}
+- --ebpf
+{{- end }}
 {{- end -}}
 
 {{- define "ballast.agent.env" -}}

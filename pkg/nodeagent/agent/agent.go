@@ -19,6 +19,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/ebpf"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
@@ -43,6 +44,11 @@ type Agent struct {
 	m     *metrics
 	reg   *prometheus.Registry
 	auth  *debug.Auth // nil with --debug-auth=false
+	// bpf is the eBPF probe (--ebpf, and something loaded), stall its reclaim-stall source
+	// (nil unless both reclaim programs loaded).
+	bpf       *ebpf.Probe
+	stall     *ebpf.StallSource
+	bpfLoaded prometheus.Gauge
 
 	retention atomic.Int64 // time.Duration of BallastConfig's retentionWindow
 	heartbeat atomic.Int64 // unix nanos of the sampling loop's last turn
@@ -62,6 +68,7 @@ func newAgent(o *Options, reg *prometheus.Registry) *Agent {
 		units:    source.NewUnits(reg),
 		counters: map[[3]string]prometheus.Counter{},
 	}
+	a.bpfLoaded = newEBPFGauge(reg)
 	a.retention.Store(int64(ballastv1.DefaultRetentionWindow))
 	a.heartbeat.Store(a.now().UnixNano())
 	reg.MustRegister(newBufferCollector(a.buf, a.oomq.len))
@@ -96,6 +103,9 @@ func New(o *Options, cfg *rest.Config) (*Agent, error) {
 		}
 	}
 	a.addSources(o.KubeletURL, oomErr)
+	if o.EBPF {
+		a.openEBPF()
+	}
 	if a.disco, err = discovery.NewWatcher(cfg, discovery.Options{NodeName: o.NodeName, MinInterval: o.MinSamplingInterval}); err != nil {
 		return nil, err
 	}
@@ -157,6 +167,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.oomw != nil {
 		start("oom watcher", a.runOOM)
 	}
+	if a.bpf != nil {
+		start("ebpf", a.runEBPF)
+	}
 	var first error
 	select {
 	case <-ctx.Done():
@@ -170,6 +183,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Wait()
 	if a.oomw != nil {
 		_ = a.oomw.Close()
+	}
+	if a.bpf != nil {
+		_ = a.bpf.Close()
 	}
 	a.store.close()
 	_ = a.cg.Close()

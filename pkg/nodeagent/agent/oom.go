@@ -101,7 +101,11 @@ func (a *Agent) watchOOM(w watchReq) {
 
 // onOOM turns a kill into an OOM stream entry and writes it at once when the pod's profile
 // hash is known; otherwise (or when Valkey fails) it is queued and retried by the flusher.
-func (a *Agent) onOOM(ctx context.Context, e oom.Event) {
+func (a *Agent) onOOM(ctx context.Context, e oom.Event) { a.handleOOM(ctx, e, false) }
+
+// handleOOM is onOOM for either path: fromBPF for a kill the eBPF programs saw, else an
+// oom_kill increase of the cgroup files. A kill both report is written once.
+func (a *Agent) handleOOM(ctx context.Context, e oom.Event, fromBPF bool) {
 	kind := string(e.Kind)
 	if kind == "" {
 		kind = "unknown" // polled: the counters cannot tell which limit was hit
@@ -117,6 +121,14 @@ func (a *Agent) onOOM(ctx context.Context, e oom.Event) {
 		a.m.oomEvents.WithLabelValues(kind, "dropped").Inc()
 		a.log.Info("oom kill of a container no longer tracked", "container", e.Key, "kind", kind)
 		return
+	}
+	if a.bpf != nil {
+		e.Count = cs.oomLedger.fresh(fromBPF, max(e.Count, 1), e.Time, max(oomDedupWindow, 2*ps.pod.Interval))
+		if e.Count == 0 {
+			a.st.mu.Unlock()
+			a.m.oomEvents.WithLabelValues(kind, "deduplicated").Inc()
+			return
+		}
 	}
 	cs.oomKills[kind] += int64(max(e.Count, 1))
 	it := oomItem{podUID: cs.podUID, profileRef: ps.pod.ProfileRef, hash: ps.pod.Hash, kind: kind, queuedAt: a.now(),

@@ -66,6 +66,9 @@ type Options struct {
 	LogLevel  string
 	LogFormat string
 
+	// EBPF loads the optional eBPF memory signal (OOM victims, reclaim stall).
+	EBPF bool
+
 	envErr error
 }
 
@@ -144,6 +147,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.DebugTLSKeyFile, "debug-tls-key-file", "key of --debug-tls-cert-file")
 	str(&o.LogLevel, "log-level", "debug|info|warn|error")
 	str(&o.LogFormat, "log-format", "json|text")
+	boolean(&o.EBPF, "ebpf", "load the eBPF memory signal (OOM kill victims, memcg reclaim stall; needs CAP_BPF and CAP_PERFMON and kernel BTF, else the agent runs on cgroup files alone)")
 
 	o.envErr = cli.ApplyEnv(fs, EnvPrefix)
 }

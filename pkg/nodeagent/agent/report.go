@@ -128,6 +128,11 @@ func fillContainer(cr *debug.ContainerReport, cs *ctrState) {
 	if len(cs.oomKills) > 0 {
 		cr.OOMKills = maps.Clone(cs.oomKills)
 	}
+	if s := cs.stall; s != nil {
+		cr.ReclaimStall = &debug.StallReport{MemcgID: s.MemcgID, At: cs.stallAt, Interval: s.Interval.String(),
+			Passes: s.Passes, Stalled: s.Stalled.String(), Fraction: s.Fraction, MaxPass: s.MaxPass.String(),
+			ReclaimedPages: s.ReclaimedPages, TotalPasses: s.TotalPasses, TotalStalled: s.TotalStalled.String()}
+	}
 }
 
 // addSources declares the three sources with their one-line descriptions, in the order

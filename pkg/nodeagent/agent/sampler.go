@@ -177,6 +177,13 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 	for _, w := range watches {
 		a.watchOOM(w)
 	}
+	if a.stall != nil {
+		keys := make([]string, len(targets))
+		for i, t := range targets {
+			keys[i] = t.Key
+		}
+		a.collectStall(ctx, keys, now)
+	}
 	for _, ev := range polled {
 		a.onOOM(ctx, ev)
 	}
@@ -187,6 +194,9 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 func (a *Agent) applyReadingLocked(p discovery.Pod, cs *ctrState, rd *cgroup.Reading, now time.Time) (*watchReq, *oom.Event) {
 	if !cs.located || cs.loc != rd.Location {
 		cs.cpuPath, cs.memPath = a.cg.Abs(rd.Location.CPUDir), a.cg.Abs(rd.Location.MemoryDir)
+		if a.bpf != nil {
+			cs.memcgID, _ = a.cg.ID(rd.Location.MemoryDir) // 0 (not joined) when it vanished meanwhile
+		}
 	}
 	cs.located, cs.loc = true, rd.Location
 	s := rd.Sample

@@ -7,6 +7,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/buffer"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/ebpf"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 )
 
@@ -50,6 +51,12 @@ type ctrState struct {
 	oomKills         map[string]int64
 	kubeletAt        map[string]time.Time // kubelet (stats) times of the last recorded readings
 	gen              uint64               // the setPodsLocked call that last listed the container
+	// eBPF (--ebpf): the memory cgroup's id (its directory's inode), the last reclaim
+	// stall reading, and the kills each OOM path reported, to count one kill once.
+	memcgID   uint64
+	stall     *ebpf.StallReading
+	stallAt   time.Time
+	oomLedger oomLedger
 }
 
 type lastSample struct {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,5 +264,37 @@ func TestHostCgroupV1(t *testing.T) {
 	defer p.Close()
 	if p.Mode() != PeakRunningMax {
 		t.Errorf("v1 peak mode %v, want running-max (a v1 reset would be global)", p.Mode())
+	}
+}
+
+func TestIDIsTheDirectoryInode(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "kubepods", "pod1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.controllers"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir, Options{Version: V2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fi, err := os.Stat(filepath.Join(dir, "kubepods", "pod1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.ID("kubepods/pod1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fi.Sys().(*syscall.Stat_t).Ino; id != want {
+		t.Errorf("ID = %d, want inode %d", id, want)
+	}
+	if _, err := r.ID("cgroup.controllers"); err == nil {
+		t.Error("ID of a file: want an error")
+	}
+	if _, err := r.ID("../outside"); err == nil {
+		t.Error("ID outside the root: want an error")
 	}
 }

@@ -97,6 +97,23 @@ type ContainerReport struct {
 	Last         []SampleReport   `json:"last"`
 	Errors       []ErrorReport    `json:"errors,omitempty"`
 	OOMKills     map[string]int64 `json:"oomKills,omitempty"`
+	// ReclaimStall is the eBPF memory-pressure reading (--ebpf): limit-reclaim stall of the
+	// container's memory cgroup over the last cycle.
+	ReclaimStall *StallReport `json:"reclaimStall,omitempty"`
+}
+
+// StallReport is one reclaim-stall reading of the eBPF source.
+type StallReport struct {
+	MemcgID        uint64    `json:"memcgID"`
+	At             time.Time `json:"at"`
+	Interval       string    `json:"interval"`
+	Passes         uint64    `json:"passes"`
+	Stalled        string    `json:"stalled"`
+	Fraction       float64   `json:"fraction"`
+	MaxPass        string    `json:"maxPass"`
+	ReclaimedPages uint64    `json:"reclaimedPages"`
+	TotalPasses    uint64    `json:"totalPasses"`
+	TotalStalled   string    `json:"totalStalled"`
 }
 
 // SampleReport is the last recorded sample of one signal.

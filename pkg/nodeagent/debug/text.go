@@ -87,6 +87,10 @@ func WriteText(w io.Writer, r Report) error {
 			for _, e := range c.Errors {
 				p("      error %-8s x%d, last %s: %s", e.Source, e.Count, ago(e.At), e.Message)
 			}
+			if st := c.ReclaimStall; st != nil {
+				p("      reclaim stall %s over %s (%.1f%%, %d passes, %d pages; longest %s; total %s in %d passes)  memcg %d",
+					st.Stalled, st.Interval, 100*st.Fraction, st.Passes, st.ReclaimedPages, st.MaxPass, st.TotalStalled, st.TotalPasses, st.MemcgID)
+			}
 			if len(c.OOMKills) > 0 {
 				p("      oom kills %s", counts(c.OOMKills))
 			}

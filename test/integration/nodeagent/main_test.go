@@ -35,6 +35,10 @@ import (
 var srv *harness.Servers
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		runHelper() // the test binary re-executed as a workload (ebpf_test.go)
+		return
+	}
 	harness.Logger()
 	harness.Main(m, harness.Need{Kube: true, Valkey: true}, &srv)
 }
@@ -83,6 +87,13 @@ type agent struct {
 // startAgent runs the binary for node with extra flags; it stops when the test ends.
 func startAgent(t testing.TB, node, cgroupRoot string, extra ...string) *agent {
 	t.Helper()
+	return startAgentWrapped(t, nil, node, cgroupRoot, extra...)
+}
+
+// startAgentWrapped runs the binary through wrap (a command that execs its arguments: setpriv,
+// unshare), for tests of the agent's privileges.
+func startAgentWrapped(t testing.TB, wrap []string, node, cgroupRoot string, extra ...string) *agent {
+	t.Helper()
 	bin := binary(t)
 	ports := make([]int, 3)
 	for i := range ports {
@@ -108,7 +119,8 @@ func startAgent(t testing.TB, node, cgroupRoot string, extra ...string) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.cmd = exec.Command(bin, args...)
+	argv := append(append(append([]string{}, wrap...), bin), args...)
+	a.cmd = exec.Command(argv[0], argv[1:]...)
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	a.cmd.Env = append(os.Environ(), "NODE_IP=", "BALLAST_KUBELET_URL=")
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/ebpf"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
+)
+
+const (
+	sourceEBPF = ebpf.SourceName
+	// oomDedupWindow is the least time within which a kill seen by eBPF and an oom_kill
+	// increase of the cgroup files are taken as the same kill (twice the pod's interval
+	// when polled: a poll sees a kill up to one interval late).
+	oomDedupWindow = 10 * time.Second
+)
+
+func newEBPFGauge(reg prometheus.Registerer) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ballast_node_ebpf_programs_loaded",
+		Help: "eBPF programs attached (--ebpf): 0 when off, or when the kernel or the capabilities allow none (the agent then runs on cgroup files alone).",
+	})
+	reg.MustRegister(g)
+	return g
+}
+
+// openEBPF loads the programs (--ebpf) and says in one log line what loaded. Nothing
+// loading is not an error: the file sources work without it, and it is not retried.
+func (a *Agent) openEBPF() {
+	p := ebpf.Open()
+	st := p.Status()
+	a.bpfLoaded.Set(float64(st.Loaded()))
+	a.units.Add(sourceEBPF, st.String())
+	if st.Loaded() == 0 {
+		a.log.Info("eBPF off: running on cgroup files alone", "reason", st.Reason, "programs", programErrors(st))
+		_ = p.Close()
+		return
+	}
+	a.log.Info("eBPF loaded", "programs", st.Loaded(), "oom", st.Hook(ebpf.SignalOOM),
+		"reclaimBegin", st.Hook(ebpf.SignalReclaimBegin), "reclaimEnd", st.Hook(ebpf.SignalReclaimEnd),
+		"failed", programErrors(st))
+	a.bpf = p
+	if st.StallAvailable() {
+		a.stall = ebpf.NewStallSource(p)
+	}
+}
+
+func programErrors(st ebpf.Status) map[string]string {
+	out := map[string]string{}
+	for _, pr := range st.Programs {
+		if !pr.Loaded && pr.Err != "" {
+			out[pr.Hook] = pr.Err
+		}
+	}
+	return out
+}
+
+// runEBPF delivers the programs' OOM kills until ctx is done. A ring buffer that fails
+// ends only this loop (the files still report kills), never the agent.
+func (a *Agent) runEBPF(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := range a.bpf.Events() {
+			a.onBPFKill(ctx, k)
+		}
+	}()
+	err := a.bpf.Run(ctx)
+	<-done
+	if err != nil && ctx.Err() == nil {
+		a.units.Fail(sourceEBPF, a.now(), "ringbuf", err)
+		a.log.Error(err, "eBPF OOM records stopped: kills are counted from the cgroup files alone")
+	}
+	return nil
+}
+
+// onBPFKill joins a kill to the container whose memory cgroup it happened in and hands it
+// to the OOM path (which deduplicates it against the cgroup files' count).
+func (a *Agent) onBPFKill(ctx context.Context, k ebpf.OOMKill) {
+	a.st.mu.Lock()
+	var key string
+	kind := oom.KindPod
+	for _, cs := range a.st.ctrs {
+		if cs.memcgID != 0 && cs.memcgID == k.MemcgID {
+			key = cs.key
+			switch k.LimitMemcgID {
+			case cs.memcgID:
+				kind = oom.KindContainer
+			case 0:
+				kind = oom.KindNode
+			}
+			break
+		}
+	}
+	a.st.mu.Unlock()
+	if key == "" {
+		a.log.V(1).Info("oom kill outside the sampled containers", "pid", k.PID, "comm", k.Comm, "memcg", k.MemcgID)
+		return
+	}
+	a.log.Info("oom kill seen by eBPF", "container", key, "pid", k.PID, "comm", k.Comm, "hook", k.Hook,
+		"kind", kind, "anonBytes", k.AnonBytes, "fileBytes", k.FileBytes, "latency", a.now().Sub(k.At).String())
+	a.handleOOM(ctx, oom.Event{Key: key, Kind: kind, Count: 1, Time: k.At}, true)
+}
+
+// oomLedger pairs the kills the two paths saw, so one kill is written once: kills of one
+// path not (yet) matched by the other, by time.
+type oomLedger struct{ bpf, files []time.Time }
+
+// fresh records n kills at t seen by one path and returns how many the other path has not
+// already reported within window.
+func (l *oomLedger) fresh(fromBPF bool, n uint64, t time.Time, window time.Duration) uint64 {
+	mine, other := &l.files, &l.bpf
+	if fromBPF {
+		mine, other = &l.bpf, &l.files
+	}
+	// Forget reports older than the window; later ones stay (paths can arrive out of order).
+	prune := func(s []time.Time) []time.Time {
+		out := s[:0]
+		for _, x := range s {
+			if t.Sub(x) <= window {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	*mine, *other = prune(*mine), prune(*other)
+	var fresh uint64
+	for range n {
+		if i := slices.IndexFunc(*other, func(x time.Time) bool { return x.Sub(t) <= window }); i >= 0 {
+			*other = slices.Delete(*other, i, i+1) // the other path already wrote this kill
+			continue
+		}
+		*mine = append(*mine, t)
+		fresh++
+	}
+	return fresh
+}
+
+// collectStall reads the reclaim stall of the cycle's containers (targets by key).
+func (a *Agent) collectStall(ctx context.Context, keys []string, now time.Time) {
+	if a.stall == nil {
+		return
+	}
+	targets := make([]ebpf.StallTarget, 0, len(keys))
+	a.st.mu.Lock()
+	for _, k := range keys {
+		if cs := a.st.ctrs[k]; cs != nil && cs.located && cs.memcgID != 0 {
+			targets = append(targets, ebpf.StallTarget{Key: k, MemcgID: cs.memcgID})
+		}
+	}
+	a.st.mu.Unlock()
+	readings, errs, _ := source.Collect(ctx, a.units, a.stall, now, targets)
+	a.st.mu.Lock()
+	defer a.st.mu.Unlock()
+	for i := range readings {
+		if cs := a.st.ctrs[readings[i].Key]; cs != nil {
+			rd := readings[i]
+			cs.stall, cs.stallAt = &rd, now
+		}
+	}
+	for _, e := range errs {
+		if cs := a.st.ctrs[e.Key]; cs != nil {
+			cs.errorLocked(sourceEBPF, e.Err.Error(), now)
+		}
+	}
+}
