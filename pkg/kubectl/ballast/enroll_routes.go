@@ -171,9 +171,10 @@ func (e *enroller) noRestartRoute(ctx context.Context, w *workload, repair bool)
 	if err != nil {
 		return e.fail(ctx, w, "listing pods", err, "")
 	}
+	labelled := 0
 	switch {
 	case w.d != nil:
-		err = e.deploymentInPlace(ctx, w)
+		labelled, err = e.deploymentInPlace(ctx, w)
 	case w.onDelete():
 		if err = e.merge(ctx, w.obj(), templateLabelPatch(e.mode, nil)); err != nil {
 			err = e.fail(ctx, w, "patching the template", err, "")
@@ -190,6 +191,7 @@ func (e *enroller) noRestartRoute(ctx context.Context, w *workload, repair bool)
 	if err != nil {
 		return e.fail(ctx, w, "labelling pods", err, "")
 	}
+	n += labelled
 	select {
 	case <-ctx.Done():
 		return e.fail(ctx, w, "waiting --settle before verification", ctx.Err(), "")
@@ -237,12 +239,17 @@ func (e *enroller) relabelPods(ctx context.Context, w *workload, key, value stri
 
 // deploymentInPlace: label live pods; pause; patch the current ReplicaSet's template;
 // patch the Deployment's template (reverting the ReplicaSet on failure); resume.
-func (e *enroller) deploymentInPlace(ctx context.Context, w *workload) error {
+func (e *enroller) deploymentInPlace(ctx context.Context, w *workload) (int, error) {
+	n, err := e.labelPods(ctx, w)
+	if err != nil {
+		return n, e.fail(ctx, w, "labelling pods", err, "")
+	}
+	return n, e.deploymentTemplates(ctx, w)
+}
+
+func (e *enroller) deploymentTemplates(ctx context.Context, w *workload) error {
 	d := w.d
 	resume := fmt.Sprintf("resume it with: kubectl -n %s rollout resume deployment/%s", d.Namespace, d.Name)
-	if _, err := e.labelPods(ctx, w); err != nil {
-		return e.fail(ctx, w, "labelling pods", err, "")
-	}
 	rs, why, err := currentReplicaSet(ctx, e.c, d)
 	if err != nil || why != "" {
 		return e.fail(ctx, w, "finding the current ReplicaSet", fmt.Errorf("%v%s", err, why), "")
@@ -370,4 +377,3 @@ func newestRevisionHash(ctx context.Context, c client.Client, ds *appsv1.DaemonS
 	}
 	return best.Labels[revisionHashLabel], nil
 }
-

@@ -310,3 +310,20 @@ func usageCell(res corev1.ResourceName, v *int64) string {
 	}
 	return amount(res, *v)
 }
+
+// completeProfiles completes WorkloadProfile names.
+func (o *profilesOptions) completeProfiles(cmd *cobra.Command) ([]string, cobra.ShellCompDirective) {
+	c, err := o.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	wps := &ballastv1.WorkloadProfileList{}
+	if err := c.List(cmd.Context(), wps); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, wp := range wps.Items {
+		out = append(out, wp.Name)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
