@@ -67,7 +67,7 @@ type fixture struct {
 	web, cache, api string // profile names
 }
 
-func setup(t *testing.T, c client.Client) fixture {
+func setup(t testing.TB, c client.Client) fixture {
 	t.Helper()
 	ctx := context.Background()
 	mustCreate := func(o client.Object) {

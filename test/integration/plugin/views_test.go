@@ -12,7 +12,7 @@ var (
 	fix       fixture
 )
 
-func views(t *testing.T) (string, fixture) {
+func views(t testing.TB) (string, fixture) {
 	t.Helper()
 	setupOnce.Do(func() { fix = setup(t, srv.Kube.Client) })
 	return srv.Kube.Kubeconfig, fix
