@@ -212,4 +212,5 @@ type enroller struct {
 	settle    time.Duration
 	rep       *report
 	errOut    io.Writer
+	undo      []undoStep // mutations of the route in progress, reverted on failure
 }

@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,13 +123,53 @@ func templateLabelPatch(mode string, annotations map[string]string) m {
 	return m{"spec": m{"template": m{"metadata": meta}}}
 }
 
-// fail prints the FAIL row of a step; when the context was cancelled it is the
-// interrupt's breadcrumb: the in-flight object and how to restore or resume it.
+// undoStep reverts one mutation of a route in progress.
+type undoStep struct {
+	what string
+	do   func(context.Context) error
+}
+
+func (e *enroller) push(what string, do func(context.Context) error) {
+	e.undo = append(e.undo, undoStep{what: what, do: do})
+}
+
+func (e *enroller) pop() { e.undo = e.undo[:len(e.undo)-1] }
+
+// rollback reverts the route's mutations still outstanding, newest first, with a fresh
+// deadline (the command's context may be cancelled). It returns what it restored and the
+// first error.
+func (e *enroller) rollback(ctx context.Context) ([]string, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	var done []string
+	for len(e.undo) > 0 {
+		u := e.undo[len(e.undo)-1]
+		if err := u.do(rctx); err != nil {
+			return done, fmt.Errorf("%s: %w", u.what, err)
+		}
+		done = append(done, u.what)
+		e.pop()
+	}
+	return done, nil
+}
+
+// fail prints the FAIL row of a step after rolling back what the route changed so far; when
+// the context was cancelled it is the interrupt's breadcrumb: the in-flight object and how
+// to restore (if the rollback failed) or resume it.
 func (e *enroller) fail(ctx context.Context, w *workload, step string, err error, restore string) error {
 	hint := "re-running the command resumes it"
-	if restore != "" {
-		hint = restore + "; or re-run the command to resume"
+	restored, rerr := e.rollback(ctx)
+	switch {
+	case rerr != nil:
+		hint = fmt.Sprintf("restoring failed (%v)", rerr)
+		if restore != "" {
+			hint += "; " + restore
+		}
+		hint += "; then re-run the command"
+	case len(restored) > 0:
+		hint = "restored: " + strings.Join(restored, ", ") + "; re-running the command resumes it"
 	}
+	e.undo = nil
 	if ctx.Err() != nil {
 		e.rep.row("FAIL", w, "interrupted while %s; %s", step, hint)
 		fmt.Fprintf(e.errOut, "interrupted: %s was in flight (%s); %s\n", w.ref(), step, hint)
@@ -249,7 +288,7 @@ func (e *enroller) deploymentInPlace(ctx context.Context, w *workload) (int, err
 
 func (e *enroller) deploymentTemplates(ctx context.Context, w *workload) error {
 	d := w.d
-	resume := fmt.Sprintf("resume it with: kubectl -n %s rollout resume deployment/%s", d.Namespace, d.Name)
+	resume := fmt.Sprintf("the Deployment may be paused; resume it with: kubectl -n %s rollout resume deployment/%s", d.Namespace, d.Name)
 	rs, why, err := currentReplicaSet(ctx, e.c, d)
 	if err != nil || why != "" {
 		return e.fail(ctx, w, "finding the current ReplicaSet", fmt.Errorf("%v%s", err, why), "")
@@ -257,123 +296,25 @@ func (e *enroller) deploymentTemplates(ctx context.Context, w *workload) error {
 	if err := e.merge(ctx, d, m{"spec": m{"paused": true}}); err != nil {
 		return e.fail(ctx, w, "pausing", err, "")
 	}
+	e.push("resumed the Deployment", func(ctx context.Context) error { return e.merge(ctx, d, m{"spec": m{"paused": false}}) })
 	oldRS := rs.Spec.Template.Labels[ballastv1.ModeLabel]
 	if err := e.merge(ctx, rs, templateLabelPatch(e.mode, nil)); err != nil {
-		return e.fail(ctx, w, "patching ReplicaSet "+rs.Name, err, "the Deployment is paused: "+resume)
+		return e.fail(ctx, w, "patching ReplicaSet "+rs.Name, err, resume)
 	}
-	if err := e.merge(ctx, d, templateLabelPatch(e.mode, nil)); err != nil {
+	e.push("reverted ReplicaSet "+rs.Name, func(ctx context.Context) error {
 		var old any = oldRS
 		if oldRS == "" {
 			old = nil
 		}
-		revert := e.merge(context.WithoutCancel(ctx), rs, m{"spec": m{"template": m{"metadata": m{"labels": m{ballastv1.ModeLabel: old}}}}})
-		hint := "the ReplicaSet patch was reverted; the Deployment is paused: " + resume
-		if revert != nil {
-			hint = fmt.Sprintf("reverting ReplicaSet %s failed too (%v); the Deployment is paused: %s", rs.Name, revert, resume)
-		}
-		return e.fail(ctx, w, "patching the Deployment template", err, hint)
+		return e.merge(ctx, rs, m{"spec": m{"template": m{"metadata": m{"labels": m{ballastv1.ModeLabel: old}}}}})
+	})
+	if err := e.merge(ctx, d, templateLabelPatch(e.mode, nil)); err != nil {
+		return e.fail(ctx, w, "patching the Deployment template", err, resume)
 	}
+	e.pop() // the templates match again: the ReplicaSet keeps its label
 	if err := e.merge(ctx, d, m{"spec": m{"paused": false}}); err != nil {
-		return e.fail(ctx, w, "resuming", err, "the Deployment is paused: "+resume)
+		return e.fail(ctx, w, "resuming", err, resume)
 	}
+	e.pop()
 	return nil
-}
-
-// statefulSetInPlace: raise the partition to the replica count; patch the template; wait
-// for the new updateRevision; relabel the pods with it; restore the partition.
-func (e *enroller) statefulSetInPlace(ctx context.Context, w *workload) error {
-	s := w.s
-	var orig any // nil: no partition written
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-		orig = *ru.Partition
-	}
-	origJSON, _ := json.Marshal(m{"spec": m{"updateStrategy": m{"rollingUpdate": m{"partition": orig}}}})
-	restore := "restore the original partition with: " + fmt.Sprintf(kubectlPatchExample, s.Namespace, "statefulset", s.Name, origJSON)
-	oldRev := s.Status.UpdateRevision
-	if err := e.merge(ctx, s, m{"spec": m{"updateStrategy": m{"rollingUpdate": m{"partition": w.replicas()}}}}); err != nil {
-		return e.fail(ctx, w, "raising the partition", err, "")
-	}
-	if err := e.merge(ctx, s, templateLabelPatch(e.mode, nil)); err != nil {
-		return e.fail(ctx, w, "patching the template", err, restore)
-	}
-	var newRev string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, e.timeout, true, func(ctx context.Context) (bool, error) {
-		cur := &appsv1.StatefulSet{}
-		if err := e.c.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
-			return false, nil
-		}
-		newRev = cur.Status.UpdateRevision
-		return cur.Status.ObservedGeneration >= cur.Generation && newRev != "" && newRev != oldRev, nil
-	})
-	if err != nil {
-		return e.fail(ctx, w, "waiting for the new update revision", err, restore)
-	}
-	if _, err := e.relabelPods(ctx, w, revisionHashLabel, newRev); err != nil {
-		return e.fail(ctx, w, "relabelling pods with revision "+newRev, err, restore)
-	}
-	if err := e.merge(ctx, s, m{"spec": m{"updateStrategy": m{"rollingUpdate": m{"partition": orig}}}}); err != nil {
-		return e.fail(ctx, w, "restoring the partition", err, restore)
-	}
-	return nil
-}
-
-// daemonSetInPlace: switch to OnDelete; patch the template; wait for observedGeneration;
-// relabel the pods with the newest ControllerRevision's hash; restore the strategy.
-func (e *enroller) daemonSetInPlace(ctx context.Context, w *workload) error {
-	ds := w.ds
-	orig := ds.Spec.UpdateStrategy.DeepCopy()
-	origPatch := m{"spec": m{"updateStrategy": orig}}
-	origJSON, _ := json.Marshal(origPatch)
-	restore := "restore the original strategy with: " + fmt.Sprintf(kubectlPatchExample, ds.Namespace, "daemonset", ds.Name, origJSON)
-	if err := e.merge(ctx, ds, m{"spec": m{"updateStrategy": m{"type": appsv1.OnDeleteDaemonSetStrategyType, "rollingUpdate": nil}}}); err != nil {
-		return e.fail(ctx, w, "switching to OnDelete", err, "")
-	}
-	if err := e.merge(ctx, ds, templateLabelPatch(e.mode, nil)); err != nil {
-		return e.fail(ctx, w, "patching the template", err, restore)
-	}
-	var hash string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, e.timeout, true, func(ctx context.Context) (bool, error) {
-		cur := &appsv1.DaemonSet{}
-		if err := e.c.Get(ctx, client.ObjectKeyFromObject(ds), cur); err != nil || cur.Status.ObservedGeneration < cur.Generation {
-			return false, nil
-		}
-		h, err := newestRevisionHash(ctx, e.c, cur)
-		if err != nil || h == "" {
-			return false, nil
-		}
-		hash = h
-		return true, nil
-	})
-	if err != nil {
-		return e.fail(ctx, w, "waiting for the DaemonSet controller", err, restore)
-	}
-	if _, err := e.relabelPods(ctx, w, revisionHashLabel, hash); err != nil {
-		return e.fail(ctx, w, "relabelling pods with revision "+hash, err, restore)
-	}
-	if err := e.merge(ctx, ds, origPatch); err != nil {
-		return e.fail(ctx, w, "restoring the update strategy", err, restore)
-	}
-	return nil
-}
-
-// newestRevisionHash is the controller-revision-hash of ds's newest ControllerRevision.
-func newestRevisionHash(ctx context.Context, c client.Client, ds *appsv1.DaemonSet) (string, error) {
-	crs := &appsv1.ControllerRevisionList{}
-	if err := c.List(ctx, crs, client.InNamespace(ds.Namespace)); err != nil {
-		return "", err
-	}
-	var best *appsv1.ControllerRevision
-	for i := range crs.Items {
-		cr := &crs.Items[i]
-		if ref := metav1.GetControllerOf(cr); ref == nil || ref.UID != ds.UID {
-			continue
-		}
-		if best == nil || cr.Revision > best.Revision {
-			best = cr
-		}
-	}
-	if best == nil {
-		return "", nil
-	}
-	return best.Labels[revisionHashLabel], nil
 }
