@@ -25,17 +25,17 @@ func (e *enroller) statefulSetInPlace(ctx context.Context, w *workload) error {
 	origJSON, _ := json.Marshal(m{"spec": m{"updateStrategy": m{"rollingUpdate": m{"partition": orig}}}})
 	restore := "restore the original partition with: " + fmt.Sprintf(kubectlPatchExample, s.Namespace, "statefulset", s.Name, origJSON)
 	oldRev := s.Status.UpdateRevision
-	if err := e.merge(ctx, s, m{"spec": m{"updateStrategy": m{"rollingUpdate": m{"partition": w.replicas()}}}}); err != nil {
-		return e.fail(ctx, w, "raising the partition", err, "")
-	}
+	// Undo steps are pushed before their mutations (an interrupted call may have applied).
 	e.push("restored the partition", func(ctx context.Context) error {
 		return e.merge(ctx, s, m{"spec": m{"updateStrategy": m{"rollingUpdate": m{"partition": orig}}}})
 	})
-	revert := e.revertTemplate(w) // before the patch updates s in place
+	if err := e.merge(ctx, s, m{"spec": m{"updateStrategy": m{"rollingUpdate": m{"partition": w.replicas()}}}}); err != nil {
+		return e.fail(ctx, w, "raising the partition", err, restore)
+	}
+	e.push("reverted the template", e.revertTemplate(w))
 	if err := e.merge(ctx, s, templateLabelPatch(e.mode, nil)); err != nil {
 		return e.fail(ctx, w, "patching the template", err, restore)
 	}
-	e.push("reverted the template", revert)
 	var newRev string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, e.timeout, true, func(ctx context.Context) (bool, error) {
 		cur := &appsv1.StatefulSet{}
@@ -67,15 +67,15 @@ func (e *enroller) daemonSetInPlace(ctx context.Context, w *workload) error {
 	origPatch := m{"spec": m{"updateStrategy": orig}}
 	origJSON, _ := json.Marshal(origPatch)
 	restore := "restore the original strategy with: " + fmt.Sprintf(kubectlPatchExample, ds.Namespace, "daemonset", ds.Name, origJSON)
-	if err := e.merge(ctx, ds, m{"spec": m{"updateStrategy": m{"type": appsv1.OnDeleteDaemonSetStrategyType, "rollingUpdate": nil}}}); err != nil {
-		return e.fail(ctx, w, "switching to OnDelete", err, "")
-	}
+	// Undo steps are pushed before their mutations (an interrupted call may have applied).
 	e.push("restored the update strategy", func(ctx context.Context) error { return e.merge(ctx, ds, origPatch) })
-	revert := e.revertTemplate(w) // before the patch updates ds in place
+	if err := e.merge(ctx, ds, m{"spec": m{"updateStrategy": m{"type": appsv1.OnDeleteDaemonSetStrategyType, "rollingUpdate": nil}}}); err != nil {
+		return e.fail(ctx, w, "switching to OnDelete", err, restore)
+	}
+	e.push("reverted the template", e.revertTemplate(w))
 	if err := e.merge(ctx, ds, templateLabelPatch(e.mode, nil)); err != nil {
 		return e.fail(ctx, w, "patching the template", err, restore)
 	}
-	e.push("reverted the template", revert)
 	var hash string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, e.timeout, true, func(ctx context.Context) (bool, error) {
 		cur := &appsv1.DaemonSet{}
@@ -125,14 +125,19 @@ func newestRevisionHash(ctx context.Context, c client.Client, ds *appsv1.DaemonS
 	return best.Labels[revisionHashLabel], nil
 }
 
-// revertTemplate puts the template's mode label back to what it was before the route.
+// revertTemplate puts the template's mode label back to what it is now (call it before
+// the patch).
 func (e *enroller) revertTemplate(w *workload) func(context.Context) error {
-	var old any = w.template().Labels[ballastv1.ModeLabel]
+	return e.revertLabel(w.obj(), w.template().Labels[ballastv1.ModeLabel])
+}
+
+// revertLabel sets obj's pod-template mode label back to old (removes it when empty).
+func (e *enroller) revertLabel(obj client.Object, old string) func(context.Context) error {
+	var v any = old
 	if old == "" {
-		old = nil
+		v = nil
 	}
-	obj := w.obj()
 	return func(ctx context.Context) error {
-		return e.merge(ctx, obj, m{"spec": m{"template": m{"metadata": m{"labels": m{ballastv1.ModeLabel: old}}}}})
+		return e.merge(ctx, obj, m{"spec": m{"template": m{"metadata": m{"labels": m{ballastv1.ModeLabel: v}}}}})
 	}
 }

@@ -293,25 +293,22 @@ func (e *enroller) deploymentTemplates(ctx context.Context, w *workload) error {
 	if err != nil || why != "" {
 		return e.fail(ctx, w, "finding the current ReplicaSet", fmt.Errorf("%v%s", err, why), "")
 	}
-	if err := e.merge(ctx, d, m{"spec": m{"paused": true}}); err != nil {
-		return e.fail(ctx, w, "pausing", err, "")
-	}
+	// Each undo step is pushed before its mutation: an interrupted call may still have
+	// reached the API server, and every revert is harmless when it did not.
 	e.push("resumed the Deployment", func(ctx context.Context) error { return e.merge(ctx, d, m{"spec": m{"paused": false}}) })
-	oldRS := rs.Spec.Template.Labels[ballastv1.ModeLabel]
+	if err := e.merge(ctx, d, m{"spec": m{"paused": true}}); err != nil {
+		return e.fail(ctx, w, "pausing", err, resume)
+	}
+	e.push("reverted ReplicaSet "+rs.Name, e.revertLabel(rs, rs.Spec.Template.Labels[ballastv1.ModeLabel]))
 	if err := e.merge(ctx, rs, templateLabelPatch(e.mode, nil)); err != nil {
 		return e.fail(ctx, w, "patching ReplicaSet "+rs.Name, err, resume)
 	}
-	e.push("reverted ReplicaSet "+rs.Name, func(ctx context.Context) error {
-		var old any = oldRS
-		if oldRS == "" {
-			old = nil
-		}
-		return e.merge(ctx, rs, m{"spec": m{"template": m{"metadata": m{"labels": m{ballastv1.ModeLabel: old}}}}})
-	})
+	e.push("reverted the Deployment template", e.revertLabel(d, d.Spec.Template.Labels[ballastv1.ModeLabel]))
 	if err := e.merge(ctx, d, templateLabelPatch(e.mode, nil)); err != nil {
 		return e.fail(ctx, w, "patching the Deployment template", err, resume)
 	}
-	e.pop() // the templates match again: the ReplicaSet keeps its label
+	e.pop() // both templates carry the label now: keep them
+	e.pop()
 	if err := e.merge(ctx, d, m{"spec": m{"paused": false}}); err != nil {
 		return e.fail(ctx, w, "resuming", err, resume)
 	}
