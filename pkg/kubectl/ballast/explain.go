@@ -97,17 +97,27 @@ var workloadKinds = map[string]string{
 	"ds": "DaemonSet", "daemonset": "DaemonSet", "daemonsets": "DaemonSet", "daemonset.apps": "DaemonSet",
 }
 
-func loadSubject(ctx context.Context, c client.Client, ns, target string) (*subject, error) {
-	kind, name := "Pod", target
+// parseTarget reads POD, pod/NAME, deploy/NAME, sts/NAME or ds/NAME (kubectl's spellings:
+// singular, plural, short and group-qualified kinds).
+func parseTarget(target string) (kind, name string, err error) {
+	kind, name = "Pod", target
 	if i := strings.Index(target, "/"); i >= 0 {
 		k, ok := workloadKinds[strings.ToLower(target[:i])]
 		if !ok {
-			return nil, usageError("cannot explain %q: use POD, pod/NAME, deploy/NAME, sts/NAME or ds/NAME", target)
+			return "", "", usageError("cannot explain %q: use POD, pod/NAME, deploy/NAME, sts/NAME or ds/NAME", target)
 		}
 		kind, name = k, target[i+1:]
 	}
-	if name == "" {
-		return nil, usageError("cannot explain %q: the name is empty", target)
+	if name == "" || strings.Contains(name, "/") {
+		return "", "", usageError("cannot explain %q: want one object name", target)
+	}
+	return kind, name, nil
+}
+
+func loadSubject(ctx context.Context, c client.Client, ns, target string) (*subject, error) {
+	kind, name, err := parseTarget(target)
+	if err != nil {
+		return nil, err
 	}
 	s := &subject{Namespace: ns, Target: strings.ToLower(kind) + "/" + name}
 	notFound := func(err error) error {
