@@ -31,9 +31,10 @@ verify: generate ## regenerate everything and fail if the tree changed
 	@$(GO) mod tidy -diff
 
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and the dependency-direction check (hack/checkdeps)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
+	$(GO) run ./hack/checkdeps
 
 .PHONY: test
 test: tools ## run every test against the real servers (builds the tools first)
@@ -41,8 +42,9 @@ test: tools ## run every test against the real servers (builds the tools first)
 
 .PHONY: bench
 bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./pkg/store/ ./test/bench/ ./test/integration/nodeagent/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/integration/store/ ./test/bench/ ./test/integration/nodeagent/
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./pkg/nodeagent/agent/
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count 3 ./pkg/control/resize/
 
 .PHONY: demo
 demo: tools build ## run the measure → profile → apply loop locally (DEMO_FLAGS=--keep keeps it running)

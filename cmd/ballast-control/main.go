@@ -1,22 +1,26 @@
 // Command ballast-control is Ballast's control plane: policies, profiles, the admission
-// webhook and in-place resizes. `ballast-control apply-crds` installs the CRDs.
+// webhook and in-place resizes. `ballast-control apply-crds` installs the CRDs. Every flag
+// falls back to the environment variable BALLAST_<FLAG> (e.g. BALLAST_LOG_LEVEL).
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ballastk8s/ballast/pkg/cli"
 	"github.com/ballastk8s/ballast/pkg/control/app"
 )
 
 func main() {
 	o := app.NewOptions()
 	o.AddFlags(flag.CommandLine)
+	envErr := cli.ApplyEnv(flag.CommandLine, "BALLAST")
 	flag.Parse()
-	if err := o.Validate(); err != nil {
+	if err := errors.Join(envErr, o.Validate()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -32,9 +36,9 @@ func main() {
 	} else if err == nil && flag.NArg() > 0 {
 		err = fmt.Errorf("unknown subcommand %q (known: apply-crds)", flag.Arg(0))
 	} else if err == nil {
-		var mgr ctrl.Manager
-		if mgr, err = app.NewWith(ctx, o, cfg, app.Deps{Logs: logs}); err == nil {
-			err = mgr.Start(ctx)
+		var a *app.App
+		if a, err = app.NewApp(ctx, o, cfg, app.Deps{Logs: logs}); err == nil {
+			err = a.Manager.Start(ctx)
 		}
 	}
 	if err != nil {

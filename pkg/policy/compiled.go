@@ -97,7 +97,7 @@ func (c *Compiled) Discriminator() string { return identity.Discriminator(c.Kind
 // ClusterResourcePolicy, <namespace>/<name> for a ResourcePolicy.
 func (c *Compiled) RefAnnotation() string {
 	if c.Kind == ballastv1.KindResourcePolicy {
-		return c.Namespace + "/" + c.Name
+		return ballastv1.PolicyRefValue(c.Namespace, c.Name)
 	}
 	return c.Name
 }

@@ -9,14 +9,14 @@ import (
 	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 )
 
-// Values of the resize-state annotation (SPEC §9).
+// Values of the resize-state annotation (SPEC §9); the contract lives in pkg/apis.
 const (
-	ResizeStatePending    = "Pending"
-	ResizeStateInProgress = "InProgress"
-	ResizeStateDeferred   = "Deferred"
-	ResizeStateInfeasible = "Infeasible"
-	ResizeStateError      = "Error"
-	ResizeStateCompleted  = "Completed"
+	ResizeStatePending    = v1.ResizeStatePending
+	ResizeStateInProgress = v1.ResizeStateInProgress
+	ResizeStateDeferred   = v1.ResizeStateDeferred
+	ResizeStateInfeasible = v1.ResizeStateInfeasible
+	ResizeStateError      = v1.ResizeStateError
+	ResizeStateCompleted  = v1.ResizeStateCompleted
 )
 
 // GateInput is what the annotation-based steps 1–3 of SPEC §8.2 read.

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -33,8 +34,8 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
+	"github.com/ballastk8s/ballast/pkg/control/webhook"
 	"github.com/ballastk8s/ballast/pkg/identity"
-	"github.com/ballastk8s/ballast/pkg/webhook"
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
@@ -72,9 +73,11 @@ func BenchmarkAdmissionLatency(b *testing.B) {
 		Metrics:       metricsserver.Options{BindAddress: "0"},
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})})
 	must(b, err)
-	state := config.NewState()
-	m := metrics.New(prometheus.NewRegistry())
-	must(b, config.New(mgr.GetClient(), state, m, "ballast-system").Register(mgr))
+	reg := prometheus.NewRegistry()
+	km := config.NewMetrics(reg)
+	state := config.NewState(km)
+	must(b, config.New(clock.RealClock{}, mgr.GetClient(), state, km, "ballast-system", ctrl.Log.WithName("config")).Register(mgr))
+	m := webhook.NewMetrics(reg, metrics.NewShared(reg))
 	h := webhook.New(mgr.GetCache(), mgr.GetScheme(), state, resolve.New(mgr.GetCache()), m, false, ctrl.Log.WithName("bench"))
 	mgr.GetWebhookServer().Register(ballastv1.WebhookPath, &admission.Webhook{Handler: h})
 	mgr.GetWebhookServer().Register("/baseline", http.HandlerFunc(baseline))

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
@@ -51,7 +50,7 @@ func BenchmarkProfileCycle(b *testing.B) {
 	writeHistory(b, w, hashes, now, 24, 1.0)
 	b.Logf("wrote %d series × 24 windows in %s", cycleProfiles*cycleContainers*len(cycleResources), time.Since(t0).Round(time.Millisecond))
 
-	adapter := profiles.NewStoreAdapter(srv.Valkey.URL())
+	adapter := store.NewProfileReader(srv.Valkey.URL())
 	defer adapter.Close()
 	spec := ballastv1.DefaultPolicySpec(ballastv1.ResourcePolicySpec{Metrics: []ballastv1.MetricSpec{
 		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "avg", Headroom: "1.25"},

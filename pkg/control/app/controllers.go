@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,9 +19,11 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
+	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/policies"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
+	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 )
 
@@ -39,16 +43,23 @@ func CacheOptions(operatorNamespace string) cache.Options {
 	}}
 }
 
-// Deps are the shared parts every controller and the webhook receive.
+// Deps are the shared parts every controller and the webhook receive. Zero fields get the
+// production defaults in NewApp.
 type Deps struct {
 	State    *config.State
-	Metrics  *metrics.Metrics
 	Resolver *resolve.Resolver
 	Store    profiles.Store
-	// Now is the clock of time-dependent controllers (time.Now in production).
-	Now func() time.Time
+	// Clock is the clock of every controller (the real clock in production).
+	Clock clock.PassiveClock
+	// Registry receives every instrument (controller-runtime's registry in production).
+	Registry prometheus.Registerer
+	// Events publishes Kubernetes Events (the manager's recorder for component "ballast").
+	Events *events.Recorder
 	// Logs are the per-component loggers (SetupLogging); missing ones derive from ctrl.Log.
 	Logs map[string]logr.Logger
+
+	kill   *config.Metrics
+	shared *metrics.Shared
 }
 
 // log returns a component's logger.
@@ -59,22 +70,41 @@ func (d Deps) log(component string) logr.Logger {
 	return ctrl.Log.WithName(component)
 }
 
+// Controllers are the control plane's controllers, as registered with the manager. Tests
+// call their Reconcile methods directly.
+type Controllers struct {
+	Config     *config.Controller
+	Cluster    *policies.Controller
+	Namespaced *policies.Controller
+	Enrollment *enrollment.Controller
+	Profiles   *profiles.Controller
+	Resize     *resize.Controller
+}
+
 // Register lists every controller explicitly; there is no init-time registration.
-func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) error {
+func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Controllers, error) {
 	if err := enrollment.IndexPods(ctx, mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("indexing pods: %w", err)
+		return nil, fmt.Errorf("indexing pods: %w", err)
 	}
-	regs := []interface{ Register(ctrl.Manager) error }{
-		config.New(mgr.GetClient(), d.State, d.Metrics, o.OperatorNamespace),
-		policies.NewCluster(mgr.GetClient(), d.Metrics),
-		policies.NewNamespaced(mgr.GetClient(), d.Metrics),
-		enrollment.New(mgr.GetClient(), mgr.GetAPIReader(), d.State, d.Resolver, d.Metrics).WithLogger(d.log(ComponentWatcher)),
-		profiles.New(mgr.GetClient(), d.State, d.Resolver, d.Store, d.Metrics, d.Now).WithLogger(d.log(ComponentCollector)),
+	c := mgr.GetClient()
+	pm := policies.NewMetrics(d.Registry)
+	cs := &Controllers{
+		Config:     config.New(d.Clock, c, d.State, d.kill, o.OperatorNamespace, d.log(ComponentConfig)),
+		Cluster:    policies.NewCluster(d.Clock, c, d.State, pm, d.Events, d.log(ComponentPolicies)),
+		Namespaced: policies.NewNamespaced(d.Clock, c, d.State, pm, d.Events, d.log(ComponentPolicies)),
+		Enrollment: enrollment.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver, enrollment.NewMetrics(d.Registry), d.log(ComponentWatcher)),
+		Profiles:   profiles.New(d.Clock, c, d.State, d.Resolver, d.Store, profiles.NewMetrics(d.Registry), d.log(ComponentCollector)),
+		Resize: resize.New(c, mgr.GetAPIReader(), d.State, d.Resolver,
+			resize.NewMetrics(d.Registry, d.shared.Clamped),
+			resize.NewEvents(mgr.GetEventRecorderFor(ballastv1.EventComponent)), //nolint:staticcheck // core v1 Events (SPEC §11.3)
+			d.Clock.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests}).
+			WithLogger(d.log(ComponentAdjuster)).WithOOM(resize.NewStoreOOM(o.RedisURL), time.Second),
 	}
+	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles, cs.Resize}
 	for _, r := range regs {
 		if err := r.Register(mgr); err != nil {
-			return fmt.Errorf("registering %T: %w", r, err)
+			return nil, fmt.Errorf("registering %T: %w", r, err)
 		}
 	}
-	return nil
+	return cs, nil
 }

@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/logging"
 )
 
 // Options are ballast-control's settings (SPEC §12.2). Flags fall back to environment
@@ -39,6 +39,8 @@ type Options struct {
 	LogLevelAdjuster       string
 	LogStdout              bool
 	LogStdoutFields        string
+	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on owners.
+	PredictedRequests bool
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -99,6 +101,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevelWatcher, "log-level-watcher", o.LogLevelWatcher, "log level of enrollment (default --log-level)")
 	fs.StringVar(&o.LogLevelCollector, "log-level-collector", o.LogLevelCollector, "log level of profile statistics (default --log-level)")
 	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
+	fs.BoolVar(&o.PredictedRequests, "predicted-requests-annotation", o.PredictedRequests, "publish autoscaling.k8s.io/predicted-pod-requests (Karpenter's in-place RFC) on the Deployments and StatefulSets of sized pods; needs get and patch on them")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
 	fs.StringVar(&o.LogStdoutFields, "log-stdout-fields", o.LogStdoutFields, `JSON object of static fields added to every log line, e.g. {"cluster":"prod-eu"}`)
 }
@@ -113,14 +116,14 @@ func (o *Options) Validate() error {
 	}
 	for flag, v := range map[string]string{"log-level": o.LogLevel, "log-level-webhook": o.LogLevelWebhook,
 		"log-level-watcher": o.LogLevelWatcher, "log-level-collector": o.LogLevelCollector, "log-level-adjuster": o.LogLevelAdjuster} {
-		if _, ok := zapLevels[strings.ToLower(v)]; !ok && (v != "" || flag == "log-level") {
+		if !logging.ValidLevel(v) && (v != "" || flag == "log-level") {
 			errs = append(errs, fmt.Errorf("--%s %q: must be one of debug, info, warn, error", flag, v))
 		}
 	}
 	if _, err := o.staticFields(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.LogFormat != "json" && o.LogFormat != "text" {
+	if !logging.ValidFormat(o.LogFormat) {
 		errs = append(errs, fmt.Errorf("--log-format %q: must be json or text", o.LogFormat))
 	}
 	if o.WebhookCertMode != "builtin" && o.WebhookCertMode != "files" {

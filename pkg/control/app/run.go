@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -21,9 +21,10 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/crds"
+	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
-	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // Scheme returns the scheme ballast-control works with.
@@ -51,15 +52,26 @@ func ApplyCRDs(ctx context.Context, cfg *rest.Config) error {
 	return crds.Apply(ctx, dc, ms, ctrl.Log.WithName("apply-crds"))
 }
 
+// App is a built control plane: the manager and the controllers registered with it.
+type App struct {
+	Manager     ctrl.Manager
+	Controllers *Controllers
+}
+
 // New builds the manager with health probes, metrics, the webhook server, leader election
 // and every controller.
 func New(ctx context.Context, o *Options, cfg *rest.Config) (ctrl.Manager, error) {
-	return NewWith(ctx, o, cfg, Deps{})
+	a, err := NewApp(ctx, o, cfg, Deps{})
+	if err != nil {
+		return nil, err
+	}
+	return a.Manager, nil
 }
 
-// NewWith is New with some dependencies given (tests pass a clock, a metrics registry of
-// their own, or a store); zero fields get the production defaults.
-func NewWith(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (ctrl.Manager, error) {
+// NewApp is New with some dependencies given (tests pass a clock, a metrics registry of
+// their own, or a store) and the controllers returned; zero fields get the production
+// defaults.
+func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App, error) {
 	var tlsOpts []func(*tls.Config)
 	if !o.EnableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
@@ -91,26 +103,35 @@ func NewWith(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (ctrl
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if deps.State == nil {
-		deps.State = config.NewState()
+	if deps.Registry == nil {
+		deps.Registry = ctrlmetrics.Registry
 	}
-	if deps.Metrics == nil {
-		deps.Metrics = metrics.New(ctrlmetrics.Registry)
+	deps.kill = config.NewMetrics(deps.Registry)
+	deps.shared = metrics.NewShared(deps.Registry)
+	if deps.State == nil {
+		deps.State = config.NewState(deps.kill)
+	}
+	if deps.Registry == nil {
+		deps.Registry = ctrlmetrics.Registry
 	}
 	if deps.Store == nil {
-		deps.Store = profiles.NewStoreAdapter(o.RedisURL)
+		deps.Store = store.NewProfileReader(o.RedisURL)
 	}
-	if deps.Now == nil {
-		deps.Now = time.Now
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
 	}
-	deps.Resolver = resolve.New(mgr.GetCache())
+	if deps.Events == nil {
+		deps.Events = events.New(mgr.GetEventRecorderFor(ballastv1.EventComponent)) //nolint:staticcheck // core v1 Events (SPEC §11.3)
+	}
+	deps.Resolver = resolve.New(mgr.GetCache()).WithLogger(deps.log(ComponentWebhook).WithName("resolve"))
 	ctrl.Log.Info("starting ballast-control", "dry_run", o.DryRun, "operatorNamespace", o.OperatorNamespace,
 		"leaderElect", o.LeaderElect, "webhookCertMode", o.WebhookCertMode)
-	if err := Register(ctx, mgr, o, deps); err != nil {
+	cs, err := Register(ctx, mgr, o, deps)
+	if err != nil {
 		return nil, err
 	}
 	if err := setupWebhook(ctx, mgr, cfg, o, deps); err != nil {
 		return nil, err
 	}
-	return mgr, nil
+	return &App{Manager: mgr, Controllers: cs}, nil
 }

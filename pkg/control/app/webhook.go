@@ -16,7 +16,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/certs"
-	"github.com/ballastk8s/ballast/pkg/webhook"
+	"github.com/ballastk8s/ballast/pkg/control/webhook"
 )
 
 // certDir is where the webhook server reads tls.crt and tls.key.
@@ -53,7 +53,7 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o *Op
 			return err
 		}
 	}
-	h := webhook.New(mgr.GetCache(), mgr.GetScheme(), d.State, d.Resolver, d.Metrics,
+	h := webhook.New(mgr.GetCache(), mgr.GetScheme(), d.State, d.Resolver, webhook.NewMetrics(d.Registry, d.shared),
 		o.DryRun == "apply" || o.DryRun == "all", d.log(ComponentWebhook))
 	mgr.GetWebhookServer().Register(ballastv1.WebhookPath, &admission.Webhook{Handler: h})
 	// Start the owner-walk metadata informers with the manager, not on the first admission.

@@ -7,7 +7,10 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/go-logr/logr"
+
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/logging"
 )
 
 // Kill-switch reasons (SPEC §10.1).
@@ -41,10 +44,23 @@ type State struct {
 	mu        sync.RWMutex
 	snap      Snapshot
 	listeners []func(old, new Snapshot)
+	metrics   *Metrics
 }
 
-// NewState returns an empty state: no BallastConfig, kill switch inactive.
-func NewState() *State { return &State{} }
+// NewState returns an empty state: no BallastConfig, kill switch inactive. m counts
+// suppressed actions and transitions; nil counts nothing (tests).
+func NewState(m *Metrics) *State { return &State{metrics: m} }
+
+// Suppress records one action the kill switch suppressed (SPEC §10.2): a warn line with
+// kill_switch, kill_switch_reason and action, plus kv, and one count of
+// ballast_kill_switch_suppressed_total{action}. Call it only while snap.Active().
+func (s *State) Suppress(log logr.Logger, snap Snapshot, action, msg string, kv ...any) {
+	if s.metrics != nil {
+		s.metrics.Suppressed.WithLabelValues(action).Inc()
+	}
+	kv = append([]any{"kill_switch", true, "kill_switch_reason", snap.KillSwitch, "action", action}, kv...)
+	logging.Warn(log, msg, kv...)
+}
 
 // Get returns the current snapshot.
 func (s *State) Get() Snapshot {

@@ -13,48 +13,56 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
-	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 )
 
 // Controller reconciles pods.
 type Controller struct {
+	clock    clock.PassiveClock
 	client   client.Client // cached reads, writes
 	live     client.Reader // uncached: pods that left the label-filtered cache
 	state    *config.State
 	resolver *resolve.Resolver
-	metrics  *metrics.Metrics
-	log      *logr.Logger // component logger; nil = controller-runtime's
+	metrics  *Metrics
+	log      logr.Logger // the watcher component's logger (SPEC §11.4)
 }
 
-// New returns the enrollment controller.
-func New(c client.Client, live client.Reader, state *config.State, r *resolve.Resolver, m *metrics.Metrics) *Controller {
-	return &Controller{client: c, live: live, state: state, resolver: r, metrics: m}
+// requeueSuppressed is how soon a stamp suppressed by the kill switch is retried (release
+// also re-enqueues every pod).
+const requeueSuppressed = 30 * time.Second
+
+// New returns the enrollment controller. c reads from the cache and writes; live reads
+// pods from the API server; log is the watcher component's logger.
+func New(clk clock.PassiveClock, c client.Client, live client.Reader, state *config.State, r *resolve.Resolver, m *Metrics, log logr.Logger) *Controller {
+	return &Controller{clock: clk, client: c, live: live, state: state, resolver: r, metrics: m, log: log}
+}
+
+// Gone handles a pod missing from the cache. The cache holds only labelled pods: a pod
+// whose label was removed disappears from it while it still carries profile-ref, so it is
+// looked up live before it is called deleted.
+func (c *Controller) Gone(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := c.live.Get(ctx, key, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.metrics.PodsProcessed.WithLabelValues(EventDeleted, key.Namespace, "").Inc()
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return c.Reconcile(ctx, pod)
 }
 
 // Reconcile binds, re-stamps or un-enrolls one pod.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	log := logf.FromContext(ctx)
-	pod := &corev1.Pod{}
-	err := c.client.Get(ctx, req.NamespacedName, pod)
-	if apierrors.IsNotFound(err) {
-		// The cache holds only labelled pods: a pod whose label was removed disappears from
-		// it while it still carries profile-ref. Look it up live before calling it deleted.
-		if err = c.live.Get(ctx, req.NamespacedName, pod); apierrors.IsNotFound(err) {
-			c.metrics.PodsProcessed.WithLabelValues("deleted", req.Namespace, "").Inc()
-			return reconcile.Result{}, nil
-		}
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+func (c *Controller) Reconcile(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	log := c.log.WithValues("controller", "enrollment", "pod", klog.KObj(pod), "namespace", pod.Namespace)
 	if !pod.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil // not live: counted out by the profiles controller
 	}
@@ -93,7 +101,7 @@ func (c *Controller) ensureProfile(ctx context.Context, b resolve.Binding) (time
 			return 0, fmt.Errorf("creating WorkloadProfile %s: %w", b.ProfileName, err)
 		}
 		c.metrics.ProfilesCreated.Inc()
-		logf.FromContext(ctx).Info("created profile", "profile", b.ProfileName)
+		c.log.Info("created profile", "profile", b.ProfileName)
 	case err != nil:
 		return 0, err
 	case !wp.DeletionTimestamp.IsZero():
@@ -128,10 +136,8 @@ func (c *Controller) stamp(ctx context.Context, log logr.Logger, pod *corev1.Pod
 		return reconcile.Result{}, nil
 	}
 	if snap.Active() {
-		c.metrics.KillSwitchSuppress.WithLabelValues("enroll").Inc()
-		log.Info("warning: kill switch active, not stamping pod", "kill_switch", true,
-			"kill_switch_reason", snap.KillSwitch, "action", "enroll", "pod", klogRef(pod))
-		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+		c.state.Suppress(log, snap, config.ActionEnroll, "kill switch active, not stamping pod")
+		return reconcile.Result{RequeueAfter: requeueSuppressed}, nil
 	}
 	ann := map[string]any{ballastv1.ProfileRefAnnotation: b.ProfileName, ballastv1.PolicyRefAnnotation: nil}
 	if wantPolicy != "" {
@@ -141,14 +147,14 @@ func (c *Controller) stamp(ctx context.Context, log logr.Logger, pod *corev1.Pod
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("stamping pod %s: %w", klogRef(pod), err)
+		return reconcile.Result{}, fmt.Errorf("stamping pod %s: %w", klog.KObj(pod), err)
 	}
 	if oldProfile != "" && oldProfile != b.ProfileName {
-		c.metrics.PodsProcessed.WithLabelValues("unenrolled", pod.Namespace, oldProfile).Inc()
-		log.Info("pod migrated to another profile", "pod", klogRef(pod), "from", oldProfile)
+		c.metrics.PodsProcessed.WithLabelValues(EventUnenrolled, pod.Namespace, oldProfile).Inc()
+		log.Info("pod migrated to another profile", "from", oldProfile)
 	}
 	if oldProfile != b.ProfileName {
-		c.metrics.PodsProcessed.WithLabelValues("created", pod.Namespace, b.ProfileName).Inc()
+		c.metrics.PodsProcessed.WithLabelValues(EventCreated, pod.Namespace, b.ProfileName).Inc()
 	}
 	return reconcile.Result{}, nil
 }
@@ -160,22 +166,17 @@ func (c *Controller) unenroll(ctx context.Context, log logr.Logger, pod *corev1.
 		return reconcile.Result{}, nil
 	}
 	if snap.Active() {
-		c.metrics.KillSwitchSuppress.WithLabelValues("unenroll").Inc()
-		log.Info("warning: kill switch active, not un-enrolling pod", "kill_switch", true,
-			"kill_switch_reason", snap.KillSwitch, "action", "unenroll", "pod", klogRef(pod))
-		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+		c.state.Suppress(log, snap, config.ActionUnenroll, "kill switch active, not un-enrolling pod", "profile", old)
+		return reconcile.Result{RequeueAfter: requeueSuppressed}, nil
 	}
 	ann := map[string]any{ballastv1.ProfileRefAnnotation: nil, ballastv1.PolicyRefAnnotation: nil}
 	if err := c.client.Patch(ctx, pod, mergePatch(map[string]any{"metadata": map[string]any{"annotations": ann}})); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("un-enrolling pod %s: %w", klogRef(pod), err)
+		return reconcile.Result{}, fmt.Errorf("un-enrolling pod %s: %w", klog.KObj(pod), err)
 	}
-	c.metrics.PodsProcessed.WithLabelValues("unenrolled", pod.Namespace, old).Inc()
-	log.Info("pod un-enrolled", "pod", klogRef(pod), "profile", old)
+	c.metrics.PodsProcessed.WithLabelValues(EventUnenrolled, pod.Namespace, old).Inc()
+	log.Info("pod un-enrolled", "profile", old)
 	return reconcile.Result{}, nil
 }
-
-// Register wires the controller; see watches.go for the triggers.
-func (c *Controller) Register(mgr ctrl.Manager) error { return c.register(mgr) }

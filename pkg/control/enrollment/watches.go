@@ -3,13 +3,11 @@ package enrollment
 import (
 	"context"
 	"encoding/json"
-	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +19,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
-	"github.com/ballastk8s/ballast/pkg/control/logctx"
+	"github.com/ballastk8s/ballast/pkg/control/reconciler"
 )
 
 func mergePatch(v any) client.Patch {
@@ -32,13 +30,11 @@ func mergePatch(v any) client.Patch {
 	return client.RawPatch(types.MergePatchType, b)
 }
 
-func klogRef(p *corev1.Pod) klog.ObjectRef { return klog.KObj(p) }
-
-// register sets up the triggers of SPEC §6.7: the pod itself; BallastConfig creation or an
+// Register sets up the triggers of SPEC §6.7: the pod itself; BallastConfig creation or an
 // identityLabels change (every pod); policy creation, deletion, or a change of selector,
 // priority or validity (generation or status); a deleted profile (its pods). The manager's
 // resync covers the "at least every 10 hours".
-func (c *Controller) register(mgr ctrl.Manager) error {
+func (c *Controller) Register(mgr ctrl.Manager) error {
 	configChanged := make(chan event.GenericEvent, 1)
 	c.state.OnChange(func(old, next config.Snapshot) {
 		if next.Config == nil {
@@ -58,7 +54,6 @@ func (c *Controller) register(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("enrollment").
-		WithLogConstructor(c.logConstructor()).
 		For(&corev1.Pod{}).
 		WatchesRawSource(source.Channel(configChanged, all)).
 		Watches(&ballastv1.ClusterResourcePolicy{}, all, builder.WithPredicates(policyChange)).
@@ -72,7 +67,7 @@ func (c *Controller) register(mgr ctrl.Manager) error {
 				DeleteFunc:  func(event.DeleteEvent) bool { return true },
 				GenericFunc: func(event.GenericEvent) bool { return false },
 			})).
-		Complete(c)
+		Complete(reconciler.For(mgr.GetClient(), func() *corev1.Pod { return &corev1.Pod{} }, reconciler.Object[*corev1.Pod](c)))
 }
 
 func validity(o client.Object) string {
@@ -122,20 +117,6 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// WithLogger sets the component logger reconciles log through (SPEC §11.4 overrides).
-func (c *Controller) WithLogger(l logr.Logger) *Controller {
-	c.log = &l
-	return c
-}
-
-func (c *Controller) logConstructor() func(*reconcile.Request) logr.Logger {
-	base := ctrl.Log.WithName("enrollment")
-	if c.log != nil {
-		base = *c.log
-	}
-	return logctx.Constructor(base, "enrollment", "Pod")
 }
 
 func condStatus(conds []metav1.Condition) string {

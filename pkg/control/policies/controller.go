@@ -1,120 +1,191 @@
 // Package policies keeps the status of ClusterResourcePolicies and ResourcePolicies: the
 // Valid condition (SPEC §3.3), the profile discriminator (§3.5) and the
-// ballast_policies_invalid gauge. It runs on the leader.
+// ballast_policies_invalid gauge, and reports policy problems once per change (§11.4):
+// invalid values, metrics naming unknown MetricsSources, a minTimeSpan that can never be
+// met. It runs on the leader.
 package policies
 
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
+	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/control/metrics"
+	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/identity"
+	"github.com/ballastk8s/ballast/pkg/logging"
 	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
 // Controller reconciles one policy kind.
 type Controller struct {
-	client  client.Client
-	metrics *metrics.Metrics
-	kind    string
+	clock    clock.PassiveClock
+	client   client.Client
+	state    *config.State
+	metrics  *Metrics
+	events   *events.Recorder
+	log      logr.Logger
+	kind     string
+	problems problems
 	// invalid remembers the reason reported per policy, to clear the gauge when it changes.
 	invalid map[types.NamespacedName]string
 }
 
 // NewCluster returns the controller for ClusterResourcePolicies.
-func NewCluster(c client.Client, m *metrics.Metrics) *Controller {
-	return &Controller{client: c, metrics: m, kind: ballastv1.KindClusterResourcePolicy, invalid: map[types.NamespacedName]string{}}
+func NewCluster(clk clock.PassiveClock, c client.Client, state *config.State, m *Metrics, ev *events.Recorder, log logr.Logger) *Controller {
+	return newController(clk, c, state, m, ev, log, ballastv1.KindClusterResourcePolicy)
 }
 
 // NewNamespaced returns the controller for ResourcePolicies.
-func NewNamespaced(c client.Client, m *metrics.Metrics) *Controller {
-	return &Controller{client: c, metrics: m, kind: ballastv1.KindResourcePolicy, invalid: map[types.NamespacedName]string{}}
+func NewNamespaced(clk clock.PassiveClock, c client.Client, state *config.State, m *Metrics, ev *events.Recorder, log logr.Logger) *Controller {
+	return newController(clk, c, state, m, ev, log, ballastv1.KindResourcePolicy)
 }
 
-// Register adds the controller to mgr.
-func (c *Controller) Register(mgr ctrl.Manager) error {
-	var obj client.Object = &ballastv1.ClusterResourcePolicy{}
-	name := "clusterresourcepolicy-status"
+func newController(clk clock.PassiveClock, c client.Client, state *config.State, m *Metrics, ev *events.Recorder, log logr.Logger, kind string) *Controller {
+	return &Controller{clock: clk, client: c, state: state, metrics: m, events: ev, kind: kind,
+		log: log.WithValues("controller", "policies", "kind", kind), invalid: map[types.NamespacedName]string{}}
+}
+
+// NewObject returns an empty object of the controller's kind.
+func (c *Controller) NewObject() client.Object {
 	if c.kind == ballastv1.KindResourcePolicy {
-		obj, name = &ballastv1.ResourcePolicy{}, "resourcepolicy-status"
+		return &ballastv1.ResourcePolicy{}
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named(name).For(obj).Complete(c)
+	return &ballastv1.ClusterResourcePolicy{}
 }
 
-func (c *Controller) newObject() (client.Object, *ballastv1.ResourcePolicySpec, *ballastv1.ResourcePolicyStatus) {
-	if c.kind == ballastv1.KindResourcePolicy {
-		p := &ballastv1.ResourcePolicy{}
-		return p, &p.Spec, &p.Status
+func parts(obj client.Object) (*ballastv1.ResourcePolicySpec, *ballastv1.ResourcePolicyStatus) {
+	switch p := obj.(type) {
+	case *ballastv1.ResourcePolicy:
+		return &p.Spec, &p.Status
+	case *ballastv1.ClusterResourcePolicy:
+		return &p.Spec, &p.Status
 	}
-	p := &ballastv1.ClusterResourcePolicy{}
-	return p, &p.Spec, &p.Status
+	panic(fmt.Sprintf("policies: unexpected object %T", obj))
 }
 
-// Reconcile validates the policy and patches its status when it differs.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	log := logf.FromContext(ctx)
-	obj, spec, status := c.newObject()
-	if err := c.client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			c.setInvalid(req.NamespacedName, "")
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, err
-	}
+// Gone clears the gauge and the reported problems of a deleted policy.
+func (c *Controller) Gone(_ context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	c.setInvalid(key, "")
+	c.problems.forget(key)
+	return reconcile.Result{}, nil
+}
+
+// Reconcile validates the policy, reports its problems once per change and patches its
+// status when it differs.
+func (c *Controller) Reconcile(ctx context.Context, obj client.Object) (reconcile.Result, error) {
+	key := client.ObjectKeyFromObject(obj)
+	spec, status := parts(obj)
+	log := c.log.WithValues("policy", ballastv1.PolicyRefValue(key.Namespace, key.Name), "generation", obj.GetGeneration())
 	before := status.DeepCopy()
-	status.ProfileDiscriminator = identity.Discriminator(c.kind, req.Namespace, req.Name)
+	status.ProfileDiscriminator = identity.Discriminator(c.kind, key.Namespace, key.Name)
 	cond := metav1.Condition{Type: ballastv1.ConditionValid, Status: metav1.ConditionTrue,
-		Reason: ballastv1.ReasonValid, Message: "policy is valid", ObservedGeneration: obj.GetGeneration()}
+		Reason: ballastv1.ReasonValid, Message: "policy is valid", ObservedGeneration: obj.GetGeneration(),
+		LastTransitionTime: metav1.NewTime(c.clock.Now())}
 	if ok, reason, msg := policy.Validate(*spec); !ok {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, msg
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 	if cond.Status == metav1.ConditionFalse {
-		if c.setInvalid(req.NamespacedName, cond.Reason) || !equality.Semantic.DeepEqual(before, status) {
-			// Once per generation (the status patch makes this reconcile's successor a no-op).
-			log.Error(nil, "invalid policy: it is skipped until fixed", "policy", req.String(),
-				"kind", c.kind, "reason", cond.Reason, "message", cond.Message, "generation", obj.GetGeneration())
+		c.setInvalid(key, cond.Reason)
+		if c.problems.changed(key, problemInvalid, fmt.Sprintf("%d %s: %s", obj.GetGeneration(), cond.Reason, cond.Message)) {
+			log.Error(nil, "invalid policy: it is skipped until fixed", "reason", cond.Reason, "message", cond.Message)
+			c.events.Publish(invalidEvent(obj, cond.Reason, cond.Message))
 		}
 	} else {
-		c.setInvalid(req.NamespacedName, "")
+		c.setInvalid(key, "")
+		c.problems.changed(key, problemInvalid, "")
 	}
+	if err := c.checkSources(ctx, log, obj, spec); err != nil {
+		return reconcile.Result{}, err
+	}
+	c.checkTimeSpan(log, obj, spec, cond.Status == metav1.ConditionTrue)
+	log.V(1).Info("policy checked", "valid", cond.Status, "resourceVersion", obj.GetResourceVersion())
 	if equality.Semantic.DeepEqual(before, status) {
 		return reconcile.Result{}, nil
 	}
-	patch := client.RawPatch(types.MergePatchType, mustStatusPatch(status))
-	if err := c.client.Status().Patch(ctx, obj, patch); err != nil {
+	if err := c.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, mustStatusPatch(status))); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("patching status of %s %s: %w", c.kind, req, err)
+		return reconcile.Result{}, fmt.Errorf("patching status of %s %s: %w", c.kind, key, err)
 	}
 	return reconcile.Result{}, nil
 }
 
-// setInvalid keeps the gauge in step; it reports whether the reported reason changed.
-func (c *Controller) setInvalid(key types.NamespacedName, reason string) bool {
+// checkSources warns once per change when metrics name MetricsSources that do not exist
+// or have a type Ballast does not know: those metrics fall back to the default cadence.
+func (c *Controller) checkSources(ctx context.Context, log logr.Logger, obj client.Object, spec *ballastv1.ResourcePolicySpec) error {
+	list := &ballastv1.MetricsSourceList{}
+	if err := c.client.List(ctx, list); err != nil {
+		return fmt.Errorf("listing MetricsSources: %w", err)
+	}
+	known := map[string]bool{}
+	for _, s := range list.Items {
+		known[s.Name] = policy.KnownSourceType(s.Spec.Type)
+	}
+	var unknown []string
+	for _, m := range spec.Metrics {
+		if m.Source != "" && !known[m.Source] && !slices.Contains(unknown, m.Source) {
+			unknown = append(unknown, m.Source)
+		}
+	}
+	sort.Strings(unknown)
+	detail := fmt.Sprint(unknown)
+	if len(unknown) == 0 {
+		detail = ""
+	}
+	if c.problems.changed(client.ObjectKeyFromObject(obj), problemUnknownSource, detail) {
+		logging.Warn(log, "policy names unknown MetricsSources: their metrics fall back to the default sampling interval",
+			"sources", unknown)
+		c.events.Publish(unknownSourceEvent(obj, unknown))
+	}
+	return nil
+}
+
+// checkTimeSpan warns once per change when a valid policy's minTimeSpan is longer than the
+// retention window (SPEC §3.3: valid, but never ready).
+func (c *Controller) checkTimeSpan(log logr.Logger, obj client.Object, spec *ballastv1.ResourcePolicySpec, valid bool) {
+	detail := ""
+	retention := ballastv1.DefaultRetentionWindow
+	if snap := c.state.Get(); snap.Config != nil {
+		retention, _ = ballastv1.RetentionWindow(*snap.Config)
+	}
+	if d, err := time.ParseDuration(spec.Readiness.MinTimeSpan); valid && err == nil && d > retention {
+		detail = spec.Readiness.MinTimeSpan + " > " + retention.String()
+	}
+	if c.problems.changed(client.ObjectKeyFromObject(obj), problemNeverReady, detail) {
+		logging.Warn(log, "readiness.minTimeSpan is longer than the retention window: profiles under this policy can never become ready",
+			"minTimeSpan", spec.Readiness.MinTimeSpan, "retentionWindow", retention.String())
+		c.events.Publish(neverReadyEvent(obj, spec.Readiness.MinTimeSpan, retention.String()))
+	}
+}
+
+// setInvalid keeps the gauge in step with the reason reported per policy.
+func (c *Controller) setInvalid(key types.NamespacedName, reason string) {
 	old := c.invalid[key]
 	if old == reason {
-		return false
+		return
 	}
 	if old != "" {
-		c.metrics.PoliciesInvalid.DeleteLabelValues(c.kind, key.Namespace, key.Name, old)
+		c.metrics.Invalid.DeleteLabelValues(c.kind, key.Namespace, key.Name, old)
 		delete(c.invalid, key)
 	}
 	if reason != "" {
-		c.metrics.PoliciesInvalid.WithLabelValues(c.kind, key.Namespace, key.Name, reason).Set(1)
+		c.metrics.Invalid.WithLabelValues(c.kind, key.Namespace, key.Name, reason).Set(1)
 		c.invalid[key] = reason
 	}
-	return true
 }

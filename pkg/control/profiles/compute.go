@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -15,13 +16,6 @@ import (
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
 )
-
-// Series is one profile's history as read from the store.
-type Series struct {
-	Containers []recommend.ContainerInput
-	Pod        map[string]recommend.Distribution
-	OOMs       []recommend.OOMEvent
-}
 
 // loadPolicy reads the policy named by ref from the cache; nil when it no longer exists.
 func (c *Controller) loadPolicy(ctx context.Context, ref *ballastv1.PolicyRef) (*ballastv1.ResourcePolicySpec, error) {
@@ -65,10 +59,7 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	if err != nil || spec == nil {
 		return 0, err
 	}
-	policyName := ref.Name
-	if ref.Namespace != "" {
-		policyName = ref.Namespace + "/" + ref.Name
-	}
+	policyName := ballastv1.PolicyRefValue(ref.Namespace, ref.Name)
 	kind, namespace := ballastv1.KindClusterResourcePolicy, "" // as loadPolicy reads it
 	if ref.Kind == ballastv1.KindResourcePolicy {
 		kind, namespace = ref.Kind, ref.Namespace
@@ -78,6 +69,7 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 		var verr *policy.ValidationError
 		if errors.As(err, &verr) {
 			meta.SetStatusCondition(&next.Conditions, recommend.PolicyInvalidCondition(policyName, verr.Reason, verr.Message, wp.Generation, now))
+			c.policyProblem(ctx, wp, policyName, verr.Reason, verr.Message)
 			return 0, nil
 		}
 		return 0, err
@@ -98,17 +90,26 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 		Now: now, Policy: compiled, SamplingInterval: interval, Retention: retention, Generation: wp.Generation,
 		Containers: series.Containers, PodSeries: series.Pod, OOMs: series.OOMs, Previous: wp.Status.Containers,
 	})
+	c.problems.changed(policyName, "")
 	wasMet := wp.Status.MeetsThreshold
 	res.ApplyTo(next)
 	if !wasMet && next.MeetsThreshold {
 		c.metrics.ThresholdMet.WithLabelValues(policyName, wp.Name).Inc()
 		logf.FromContext(ctx).Info("profile is Sufficient", "profile", wp.Name, "policy", policyName)
 	}
-	state := "accruing"
+	state := StateAccruing
 	if next.MeetsThreshold {
-		state = "ready"
+		state = StateReady
 	}
-	c.clearState(wp.Name)
-	c.metrics.Profiles.WithLabelValues(state, wp.Name).Set(1)
+	c.metrics.setState(wp.Name, state)
 	return interval, nil
+}
+
+// policyProblem logs, once per change of the problem per policy (not per profile or pod,
+// SPEC §11.4), that the profile's policy cannot be computed.
+func (c *Controller) policyProblem(ctx context.Context, wp *ballastv1.WorkloadProfile, policyName, reason, msg string) {
+	if c.problems.changed(policyName, reason+": "+msg) {
+		logr.FromContextOrDiscard(ctx).Error(nil, "policy cannot be computed: its profiles keep their last recommendations until it is fixed",
+			"policy", policyName, "reason", reason, "message", msg, "generation", wp.Generation)
+	}
 }

@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"context"
-	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,7 +15,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
-	"github.com/ballastk8s/ballast/pkg/control/logctx"
+	"github.com/ballastk8s/ballast/pkg/control/reconciler"
 )
 
 // podProfiles enqueues the profiles named by a pod's profile-ref, before and after an
@@ -60,14 +59,14 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("profiles").
-		WithLogConstructor(c.logConstructor()).
 		For(&ballastv1.WorkloadProfile{}).
 		Watches(&corev1.Pod{}, podProfiles{}).
 		Watches(&ballastv1.ClusterResourcePolicy{}, all).
 		Watches(&ballastv1.ResourcePolicy{}, all).
 		Watches(&ballastv1.MetricsSource{}, all).
 		WatchesRawSource(source.Channel(cfgChanged, all)).
-		Complete(c)
+		Complete(reconciler.For(mgr.GetClient(), func() *ballastv1.WorkloadProfile { return &ballastv1.WorkloadProfile{} },
+			reconciler.Object[*ballastv1.WorkloadProfile](c)))
 }
 
 func (c *Controller) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -80,18 +79,4 @@ func (c *Controller) allProfiles(ctx context.Context, _ client.Object) []reconci
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
 	}
 	return out
-}
-
-// WithLogger sets the component logger reconciles log through (SPEC §11.4 overrides).
-func (c *Controller) WithLogger(l logr.Logger) *Controller {
-	c.log = &l
-	return c
-}
-
-func (c *Controller) logConstructor() func(*reconcile.Request) logr.Logger {
-	base := ctrl.Log.WithName("profiles")
-	if c.log != nil {
-		base = *c.log
-	}
-	return logctx.Constructor(base, "profiles", "WorkloadProfile")
 }

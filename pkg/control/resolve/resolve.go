@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,6 +58,7 @@ func (b Binding) PolicyRef() *ballastv1.PolicyRef {
 // UID and generation, so the admission path compiles no regex twice.
 type Resolver struct {
 	reader client.Reader
+	log    logr.Logger
 	mu     sync.Mutex
 	cache  map[types.UID]compiled
 	counts map[string]int // memo entries per namespace ("" = cluster policies)
@@ -71,7 +73,14 @@ type compiled struct {
 
 // New returns a Resolver reading from r (the manager's cache).
 func New(r client.Reader) *Resolver {
-	return &Resolver{reader: r, cache: map[types.UID]compiled{}, counts: map[string]int{}}
+	return &Resolver{reader: r, log: logr.Discard(), cache: map[types.UID]compiled{}, counts: map[string]int{}}
+}
+
+// WithLogger sets the logger that reports invalid policies: once per policy generation
+// and process (compilations are memoized), never per pod (SPEC §3.3).
+func (r *Resolver) WithLogger(l logr.Logger) *Resolver {
+	r.log = l
+	return r
 }
 
 // Compile returns the compiled policy for an object, memoized by UID and generation; the
@@ -83,6 +92,10 @@ func (r *Resolver) Compile(obj client.Object, compile func() (*policy.Compiled, 
 		return c.policy, c.err
 	}
 	p, err := compile()
+	if err != nil {
+		r.log.Error(nil, "policy skipped in resolution until it is fixed", "policy",
+			ballastv1.PolicyRefValue(obj.GetNamespace(), obj.GetName()), "generation", obj.GetGeneration(), "problem", err.Error())
+	}
 	if _, ok := r.cache[obj.GetUID()]; !ok {
 		r.counts[obj.GetNamespace()]++
 	}

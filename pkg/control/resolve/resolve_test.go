@@ -1,7 +1,9 @@
 package resolve
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/logging"
 )
 
 // TestMemoForgetsDeletedPolicies: compiled policies are memoized per UID and dropped once
@@ -50,5 +53,36 @@ func TestMemoForgetsDeletedPolicies(t *testing.T) {
 	}
 	if _, ok := r.cache["two"]; ok || len(r.cache) != 1 || r.size("") != 1 || r.size("a") != 0 {
 		t.Errorf("memo kept deleted policies: %d entries, counts %v", len(r.cache), r.counts)
+	}
+}
+
+// TestInvalidPolicyLoggedOncePerGeneration: admissions resolve many pods against the same
+// broken policy; its problem is logged once per generation, not once per pod.
+func TestInvalidPolicyLoggedOncePerGeneration(t *testing.T) {
+	ctx := context.Background()
+	s := runtime.NewScheme()
+	if err := ballastv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	bad := &ballastv1.ClusterResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "bad", UID: "bad", Generation: 1},
+		Spec: ballastv1.ResourcePolicySpec{Readiness: ballastv1.Readiness{MaxCV: "lots"}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(bad).Build()
+	var buf bytes.Buffer
+	r := New(c).WithLogger(logging.New("info", "json", &buf))
+	for i := 0; i < 3; i++ {
+		if got, err := r.Candidates(ctx, "team"); err != nil || len(got) != 0 {
+			t.Fatalf("candidates = %v, %v; want none", got, err)
+		}
+	}
+	if n := strings.Count(buf.String(), "policy skipped in resolution"); n != 1 {
+		t.Fatalf("%d lines for three resolutions, want 1:\n%s", n, buf.String())
+	}
+	bad.Generation = 2
+	if err := c.Update(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = r.Candidates(ctx, "team")
+	if n := strings.Count(buf.String(), "policy skipped in resolution"); n != 2 {
+		t.Errorf("%d lines after a new generation, want 2", n)
 	}
 }

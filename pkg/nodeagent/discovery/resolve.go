@@ -25,12 +25,7 @@ type Inputs struct {
 
 // PolicyKey is the policy-ref annotation value naming a policy: "<name>" for a
 // ClusterResourcePolicy (namespace ""), "<namespace>/<name>" for a ResourcePolicy.
-func PolicyKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
-}
+func PolicyKey(namespace, name string) string { return ballastv1.PolicyRefValue(namespace, name) }
 
 // Resolve fills p's Interval and Hash. The interval is the policy's (SPEC §4.1: the
 // smallest pollInterval among the known sources its metrics name; 60s without a policy,

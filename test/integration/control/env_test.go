@@ -13,16 +13,17 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/app"
-	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
 	"github.com/ballastk8s/ballast/test/harness"
@@ -37,25 +38,13 @@ func TestMain(m *testing.M) {
 
 const operatorNS = "ballast-system"
 
-// clock is the fake clock the controllers read.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // env is one running control plane.
 type env struct {
 	kube     *harness.Kube
 	c        client.Client
-	clock    *clock
-	metrics  *metrics.Metrics
+	clock    *clocktesting.FakeClock
+	registry *prometheus.Registry
+	app      *app.App
 	store    *store.Client
 	writer   *store.Writer
 	reader   *store.Reader
@@ -69,16 +58,16 @@ type env struct {
 
 // startEnv starts a manager on kube with the store at storeURL, registers the webhook in the
 // API server by URL and installs the fast test policy.
-func startEnv(t *testing.T, kube *harness.Kube, storeURL string) *env {
+func startEnv(t *testing.T, kube *harness.Kube, storeURL string, tune ...func(*app.Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{kube: kube, c: kube.Client, clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, port: port,
+	e := &env{kube: kube, c: kube.Client, clock: clocktesting.NewFakeClock(time.Now().UTC().Truncate(time.Second)), port: port,
 		certDir: t.TempDir(), done: make(chan struct{})}
-	e.metrics = metrics.New(prometheus.NewRegistry())
+	e.registry = prometheus.NewRegistry()
 	if e.store, err = store.Open(storeURL); err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +86,16 @@ func startEnv(t *testing.T, kube *harness.Kube, storeURL string) *env {
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.WebhookHost, o.WebhookPort, o.WebhookCertPath, o.WebhookDNSNames = "127.0.0.1", port, e.certDir, "127.0.0.1"
 	o.SkipControllerNameValidation = true
+	for _, f := range tune {
+		f(o)
+	}
 	e.opts = o
 	mctx, cancel := context.WithCancel(ctx)
 	e.cancel = cancel
-	mgr, err := app.NewWith(mctx, o, kube.Config, app.Deps{Metrics: e.metrics, Now: e.clock.Now})
-	if err != nil {
+	if e.app, err = app.NewApp(mctx, o, kube.Config, app.Deps{Registry: e.registry, Clock: e.clock}); err != nil {
 		t.Fatal(err)
 	}
+	mgr := e.app.Manager
 	go func() {
 		defer close(e.done)
 		if err := mgr.Start(mctx); err != nil {
@@ -259,21 +251,42 @@ func (e *env) writeSamples(t *testing.T, hash, container, res string, values []f
 	}
 }
 
-// poke makes every profile recompute now (the profiles controller watches MetricsSources).
-func (e *env) poke(t *testing.T) {
+// reconcile runs the profiles controller once on profile name now, the way the manager
+// would after a change: tests write the store directly, which no watch sees.
+func (e *env) reconcile(t *testing.T, name string) {
 	t.Helper()
-	ms := &ballastv1.MetricsSource{}
-	if err := e.c.Get(context.Background(), client.ObjectKey{Name: "kubelet-summary"}, ms); err != nil {
+	ctx := context.Background()
+	wp := &ballastv1.WorkloadProfile{}
+	if err := e.c.Get(ctx, client.ObjectKey{Name: name}, wp); err != nil {
 		t.Fatal(err)
 	}
-	patch := client.MergeFrom(ms.DeepCopy())
-	if ms.Annotations == nil {
-		ms.Annotations = map[string]string{}
+	if _, err := e.app.Controllers.Profiles.Reconcile(ctx, wp); err != nil {
+		t.Fatalf("reconciling profile %s: %v", name, err)
 	}
-	ms.Annotations["test/poke"] = e.clock.Now().Format(time.RFC3339Nano) + fmt.Sprint(time.Now().UnixNano())
-	if err := e.c.Patch(context.Background(), ms, patch); err != nil {
+}
+
+// gather returns the metric families of the control plane's registry by name.
+func (e *env) gather(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	fams, err := e.registry.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
+	out := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		out[f.GetName()] = f
+	}
+	return out
+}
+
+// counterTotal sums every series of the counter name.
+func (e *env) counterTotal(t *testing.T, name string) float64 {
+	t.Helper()
+	total := 0.0
+	for _, m := range e.gather(t)[name].GetMetric() {
+		total += m.GetCounter().GetValue()
+	}
+	return total
 }
 
 func mustCreate(t *testing.T, c client.Client, o client.Object) {

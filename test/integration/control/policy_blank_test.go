@@ -69,7 +69,7 @@ func blankFloorSuite(t *testing.T, e *env) {
 	// Three minutes of steady samples: enough for the fast preset (12 samples, 2m).
 	e.writeSamples(t, wp.Status.MeasurementHash, "app", series.ResourceCPU, repeat(240, 13), 15*time.Second)
 	e.writeSamples(t, wp.Status.MeasurementHash, "app", series.ResourceMemory, repeat(192<<20, 13), 15*time.Second)
-	e.poke(t)
+	e.reconcile(t, name)
 	wp = e.profile(t, name, "profile under the blank-floor policy computes", func(wp *ballastv1.WorkloadProfile) error {
 		if c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionReady); c != nil && c.Reason == ballastv1.ReasonPolicyInvalid {
 			return fmt.Errorf("Valid=True policy, yet the profile is %s: %s", c.Reason, c.Message)

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +74,7 @@ func profileSuite(t *testing.T, e *env) {
 			return nil
 		})
 		hash = wp.Status.MeasurementHash
-		if got := profileInfo(e, name); got != "component=api,name=shop,profile="+name {
+		if got := profileInfo(t, e, name); got != "component=api,name=shop,profile="+name {
 			t.Errorf("ballast_profile_info labels = %q", got)
 		}
 		// Three nodes, one per namespace's pod, each write four samples 20 s apart.
@@ -84,8 +82,8 @@ func profileSuite(t *testing.T, e *env) {
 			e.writeSamples(t, hash, "app", series.ResourceCPU, []float64{240, 240, 240, 240}, 20*time.Second)
 			e.writeSamples(t, hash, "app", series.ResourceMemory, repeat(192<<20, 4), 20*time.Second)
 		}
-		e.clock.Advance(time.Second)
-		e.poke(t)
+		e.clock.Step(time.Second)
+		e.reconcile(t, name)
 		wp = e.profile(t, name, "samples of three namespaces pooled", func(wp *ballastv1.WorkloadProfile) error {
 			s := stat(wp, "app", "cpu")
 			if s == nil || s.Samples != 12 {
@@ -103,10 +101,10 @@ func profileSuite(t *testing.T, e *env) {
 	})
 
 	t.Run("readiness and recommendations", func(t *testing.T) {
-		e.clock.Advance(2 * time.Minute)
+		e.clock.Step(2 * time.Minute)
 		e.writeSamples(t, hash, "app", series.ResourceCPU, []float64{240}, time.Second)
 		e.writeSamples(t, hash, "app", series.ResourceMemory, repeat(192<<20, 1), time.Second)
-		e.poke(t)
+		e.reconcile(t, name)
 		wp := e.profile(t, name, "profile becomes Sufficient", func(wp *ballastv1.WorkloadProfile) error {
 			if wp.Status.State != ballastv1.StateSufficient {
 				return fmt.Errorf("state %q", wp.Status.State)
@@ -143,7 +141,7 @@ func profileSuite(t *testing.T, e *env) {
 			At: e.clock.Now(), PeakBytes: 500 << 20, LimitBytes: 241591910}); err != nil {
 			t.Fatal(err)
 		}
-		e.poke(t)
+		e.reconcile(t, name)
 		e.profile(t, name, "memory recommendation bumped to max(peak×1.2, peak+100Mi) = 600Mi", func(wp *ballastv1.WorkloadProfile) error {
 			if r := wp.Status.Containers[0].Recommendations["memory"]; r.Limit != "600Mi" || r.Request != "600Mi" {
 				return fmt.Errorf("memory recommendation %+v", r)
@@ -189,8 +187,8 @@ func profileSuite(t *testing.T, e *env) {
 			}
 			return nil
 		})
-		e.clock.Advance(61 * time.Minute) // orphanTTL is 1h
-		e.poke(t)
+		e.clock.Step(61 * time.Minute) // orphanTTL is 1h
+		e.reconcile(t, name)
 		eventually(t, 30*time.Second, "profile deleted", func() error {
 			err := e.c.Get(ctx, client.ObjectKey{Name: name}, &ballastv1.WorkloadProfile{})
 			if client.IgnoreNotFound(err) != nil {
@@ -326,25 +324,20 @@ func discriminatorOfDefault() string {
 }
 
 // profileInfo returns the sorted labels of a profile's ballast_profile_info series.
-func profileInfo(e *env, profile string) string {
-	ch := make(chan prometheus.Metric, 64)
-	go func() { e.metrics.ProfileInfo.Collect(ch); close(ch) }()
-	out := ""
-	for m := range ch {
-		var d dto.Metric
-		_ = m.Write(&d)
+func profileInfo(t *testing.T, e *env, profile string) string {
+	for _, m := range e.gather(t)["ballast_profile_info"].GetMetric() {
 		var pairs []string
 		found := false
-		for _, l := range d.GetLabel() {
+		for _, l := range m.GetLabel() {
 			pairs = append(pairs, l.GetName()+"="+l.GetValue())
 			found = found || (l.GetName() == "profile" && l.GetValue() == profile)
 		}
 		if found {
 			sort.Strings(pairs)
-			out = strings.Join(pairs, ",")
+			return strings.Join(pairs, ",")
 		}
 	}
-	return out
+	return ""
 }
 
 func repeat(v float64, n int) []float64 {

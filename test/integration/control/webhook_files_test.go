@@ -15,7 +15,6 @@ import (
 
 	"github.com/ballastk8s/ballast/pkg/control/app"
 	"github.com/ballastk8s/ballast/pkg/control/certs"
-	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
@@ -49,10 +48,11 @@ func TestWebhookCertFilesMode(t *testing.T) {
 	o.WebhookHost, o.WebhookPort, o.WebhookCertPath, o.WebhookCertMode = "127.0.0.1", port, dir, "files"
 	o.WebhookSecretName = "files-mode-must-not-exist"
 	o.SkipControllerNameValidation = true
-	mgr, err := app.NewWith(ctx, o, srv.Kube.Config, app.Deps{Metrics: metrics.New(prometheus.NewRegistry())})
+	a, err := app.NewApp(ctx, o, srv.Kube.Config, app.Deps{Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	mgr := a.Manager
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()

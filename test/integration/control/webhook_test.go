@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,20 +32,6 @@ func res(cpuReq, cpuLim, memReq, memLim string) corev1.ResourceRequirements {
 	put(r.Requests, corev1.ResourceMemory, memReq)
 	put(r.Limits, corev1.ResourceMemory, memLim)
 	return r
-}
-
-// counterTotal sums every series of a counter vector.
-func counterTotal(c prometheus.Collector) float64 {
-	ch := make(chan prometheus.Metric, 256)
-	go func() { c.Collect(ch); close(ch) }()
-	total := 0.0
-	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err == nil {
-			total += d.GetCounter().GetValue()
-		}
-	}
-	return total
 }
 
 func webhookSuite(t *testing.T, e *env) {
@@ -110,8 +94,8 @@ func webhookSuite(t *testing.T, e *env) {
 		e.writeSamples(t, wp.Status.MeasurementHash, c, series.ResourceCPU, repeat(240, 13), 20*time.Second)
 		e.writeSamples(t, wp.Status.MeasurementHash, c, series.ResourceMemory, repeat(192<<20, 13), 20*time.Second)
 	}
-	e.clock.Advance(time.Second)
-	e.poke(t)
+	e.clock.Step(time.Second)
+	e.reconcile(t, profileName)
 	e.profile(t, profileName, "qos profile Sufficient", func(wp *ballastv1.WorkloadProfile) error {
 		if wp.Status.State != ballastv1.StateSufficient {
 			return fmt.Errorf("state %q", wp.Status.State)
@@ -193,7 +177,7 @@ func webhookSuite(t *testing.T, e *env) {
 	})
 
 	t.Run("pods without the mode label never reach the webhook", func(t *testing.T) {
-		sum := func() float64 { return counterTotal(e.metrics.WebhookMutations) }
+		sum := func() float64 { return e.counterTotal(t, "ballast_webhook_mutations_total") }
 		s0 := sum()
 		ns := e.namespace(t, "wh-plain")
 		for i := 0; i < 3; i++ {

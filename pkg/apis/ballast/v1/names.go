@@ -25,6 +25,12 @@ const (
 	ResizeStateAnnotation      = Prefix + "resize-state"
 	ResizeStateSinceAnnotation = Prefix + "resize-state-since"
 
+	// ResizeGuardKey is Ballast's owner key in a node's
+	// spec.podPreemptionPolicy.disableResizePreemption (the Deferred ladder's guard).
+	ResizeGuardKey = Prefix + "resize-planner"
+	// FieldManager is the server-side-apply field manager of Ballast's runtime writes.
+	FieldManager = EventComponent
+
 	// ProfileFinalizer purges a profile's store data before the profile goes away.
 	ProfileFinalizer = Prefix + "profile-cleanup"
 
@@ -47,6 +53,26 @@ const (
 	SourceTypeKubernetesMetrics = "kubernetesMetrics"
 	SourceTypeKubeletSummary    = "kubeletSummary"
 )
+
+// Values of the resize-state annotation (SPEC §9).
+const (
+	ResizeStatePending    = "Pending"
+	ResizeStateInProgress = "InProgress"
+	ResizeStateDeferred   = "Deferred"
+	ResizeStateInfeasible = "Infeasible"
+	ResizeStateError      = "Error"
+	ResizeStateCompleted  = "Completed"
+)
+
+// PolicyRefValue is how Ballast names a policy in the policy-ref annotation, in logs and in
+// metric attributes: "<name>" for a ClusterResourcePolicy (namespace ""), and
+// "<namespace>/<name>" for a ResourcePolicy.
+func PolicyRefValue(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
 
 // AppliedAnnotation is the annotation recording a value written at admission,
 // e.g. applied-cpu-request.

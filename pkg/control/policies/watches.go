@@ -1,0 +1,68 @@
+package policies
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/reconciler"
+)
+
+// Register adds the controller to mgr: the policies of its kind, and every policy of the
+// kind again when a MetricsSource or the retention window changes (both are checked).
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	name := "clusterresourcepolicy-status"
+	if c.kind == ballastv1.KindResourcePolicy {
+		name = "resourcepolicy-status"
+	}
+	all := handler.EnqueueRequestsFromMapFunc(c.all)
+	cfgChanged := make(chan event.GenericEvent, 1)
+	c.state.OnChange(func(old, next config.Snapshot) {
+		if old.Config != nil && next.Config != nil && old.Config.RetentionWindow == next.Config.RetentionWindow {
+			return
+		}
+		select {
+		case cfgChanged <- event.GenericEvent{Object: c.NewObject()}:
+		default:
+		}
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named(name).
+		For(c.NewObject()).
+		Watches(&ballastv1.MetricsSource{}, all).
+		WatchesRawSource(source.Channel(cfgChanged, all)).
+		Complete(reconciler.For(mgr.GetClient(), c.NewObject, reconciler.Object[client.Object](c)))
+}
+
+func (c *Controller) all(ctx context.Context, _ client.Object) []reconcile.Request {
+	var keys []types.NamespacedName
+	if c.kind == ballastv1.KindResourcePolicy {
+		l := &ballastv1.ResourcePolicyList{}
+		if err := c.client.List(ctx, l); err != nil {
+			return nil
+		}
+		for i := range l.Items {
+			keys = append(keys, client.ObjectKeyFromObject(&l.Items[i]))
+		}
+	} else {
+		l := &ballastv1.ClusterResourcePolicyList{}
+		if err := c.client.List(ctx, l); err != nil {
+			return nil
+		}
+		for i := range l.Items {
+			keys = append(keys, client.ObjectKeyFromObject(&l.Items[i]))
+		}
+	}
+	out := make([]reconcile.Request, len(keys))
+	for i, k := range keys {
+		out[i] = reconcile.Request{NamespacedName: k}
+	}
+	return out
+}

@@ -1,0 +1,190 @@
+// Package webhook is Ballast's mutating admission webhook for pods (SPEC §7): it validates
+// the mode label, stamps profile-ref and policy-ref on every enrolled pod, and in apply and
+// resize mode writes the profile's recommendations through pkg/sizing. It answers from the
+// manager's informer caches only: no store access and no API call on the admission path.
+// It never denies for any reason but an invalid mode; every internal error admits the pod
+// unchanged.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/metrics"
+	"github.com/ballastk8s/ballast/pkg/control/resolve"
+	"github.com/ballastk8s/ballast/pkg/sizing"
+)
+
+// Results of ballast_webhook_mutations_total (SPEC §7.2).
+const (
+	ResultKillSwitch   = "kill_switch"
+	ResultDenied       = "denied"
+	ResultSkipped      = "skipped"
+	ResultNotAvailable = "not_available"
+	ResultDryRun       = "dry_run"
+	ResultMutated      = "mutated"
+)
+
+// Handler decides one admission.
+type Handler struct {
+	reader   client.Reader // the manager's cache
+	state    *config.State
+	resolver *resolve.Resolver
+	metrics  *Metrics
+	decoder  admission.Decoder
+	dryRun   bool // --dry-run apply or all
+	log      logr.Logger
+}
+
+// New returns the handler. dryRun is true for --dry-run apply and all.
+func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *resolve.Resolver,
+	m *Metrics, dryRun bool, log logr.Logger) *Handler {
+	return &Handler{reader: reader, state: state, resolver: r, metrics: m,
+		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log}
+}
+
+// Handle implements admission.Handler.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
+	log := h.log.WithValues("namespace", req.Namespace, "pod", podName(req))
+	defer func() {
+		if r := recover(); r != nil { // a bug must never block a pod
+			log.Error(fmt.Errorf("panic: %v", r), "admission handler panicked; admitting the pod unchanged")
+			h.count(ResultNotAvailable, req.Namespace)
+			resp = admission.Allowed("ballast: internal error")
+		}
+	}()
+	if req.Operation != admissionv1.Create {
+		return admission.Allowed("")
+	}
+	pod := &corev1.Pod{}
+	if err := h.decoder.Decode(req, pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	ns := req.Namespace
+	// 2. The mode label must be on the ladder; this runs even under the kill switch.
+	mode := pod.Labels[ballastv1.ModeLabel]
+	if !ballastv1.ValidMode(mode) {
+		h.count(ResultDenied, ns)
+		return admission.Denied(fmt.Sprintf("invalid Ballast %s label %q: must be one of measure, apply, resize",
+			ballastv1.ModeLabel, mode))
+	}
+	snap := h.state.Get()
+	// 3. Kill switch: admit unchanged, no annotation either.
+	if snap.Active() {
+		h.count(ResultKillSwitch, ns)
+		h.state.Suppress(log, snap, config.ActionAdmission, "kill switch active, admitting pod unchanged")
+		return admission.Allowed("ballast: kill switch active")
+	}
+	// 5. Without BallastConfig no identity exists.
+	if snap.Config == nil {
+		h.count(ResultNotAvailable, ns)
+		return admission.Allowed("ballast: no BallastConfig")
+	}
+	b, err := h.resolver.Resolve(ctx, pod, ns, snap.Config.IdentityLabels)
+	if err != nil {
+		log.Error(err, "resolving pod; admitting unchanged")
+		h.count(ResultNotAvailable, ns)
+		return admission.Allowed("ballast: caches unavailable")
+	}
+	log = log.WithValues("profile", b.ProfileName, "policy", b.PolicyRefAnnotation())
+	bookkeeping := map[string]string{ballastv1.ProfileRefAnnotation: b.ProfileName}
+	if ref := b.PolicyRefAnnotation(); ref != "" {
+		bookkeeping[ballastv1.PolicyRefAnnotation] = ref
+	}
+	stampOnly := func(result string) admission.Response {
+		h.count(result, ns)
+		return h.patch(req, pod, sizing.Result{}, bookkeeping)
+	}
+	// 4. measure: bookkeeping only.
+	if mode == ballastv1.ModeMeasure {
+		return stampOnly(ResultSkipped)
+	}
+	policyName := b.PolicyRefAnnotation()
+	// 6, 7. A profile that exists and is Sufficient.
+	wp := &ballastv1.WorkloadProfile{}
+	if err := h.reader.Get(ctx, client.ObjectKey{Name: b.ProfileName}, wp); err != nil {
+		if !apierrors.IsNotFound(err) {
+			log.Error(err, "reading profile from cache; admitting with bookkeeping only")
+			return stampOnly(ResultNotAvailable)
+		}
+		h.metrics.ApplySkipped.WithLabelValues("no_profile", "", ns, b.ProfileName).Inc()
+		return stampOnly(ResultSkipped)
+	}
+	if wp.Status.State != ballastv1.StateSufficient || b.Policy == nil {
+		h.metrics.ApplySkipped.WithLabelValues("not_ready", "", ns, b.ProfileName).Inc()
+		log.V(1).Info("profile not ready")
+		return stampOnly(ResultSkipped)
+	}
+	// 8. Compute the changes.
+	recs, problems := sizing.ParseRecommendations(wp.Status.Containers)
+	for _, p := range problems {
+		log.V(1).Info("ignoring unparsable recommendation", "problem", fmt.Sprint(p))
+	}
+	result := sizing.Admission(pod, recs, sizing.ParamsFor(b.Policy))
+	for _, c := range result.Clamps {
+		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, ns, metrics.PhaseAdmission, b.ProfileName).Inc()
+		log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,
+			"recommended", c.Recommended.String(c.Resource), "limit", c.Limit.String(c.Resource), "written", c.Written.String(c.Resource))
+	}
+	if len(result.Changes) == 0 {
+		reason := result.SkipReason
+		if reason == "" {
+			reason = sizing.ReasonNoChange
+		}
+		h.metrics.ApplySkipped.WithLabelValues(reason, policyName, ns, b.ProfileName).Inc()
+		return stampOnly(ResultSkipped)
+	}
+	// 9. Dry run: log the would-be patch; bookkeeping is never dry-run.
+	if h.dryRun {
+		ops, _ := sizing.JSONPatch(pod, result, nil)
+		would, _ := json.Marshal(ops)
+		log.Info("dry run: would size pod at admission", "dry_run", true, "action", "apply", "patch", string(would))
+		h.metrics.ApplySkipped.WithLabelValues("dry_run", policyName, ns, b.ProfileName).Inc()
+		return stampOnly(ResultDryRun)
+	}
+	// 10. Mutate.
+	h.count(ResultMutated, ns)
+	h.metrics.ApplyApplied.WithLabelValues(policyName, ns, b.ProfileName).Inc()
+	return h.patch(req, pod, result, bookkeeping)
+}
+
+// patch renders the sizing result plus bookkeeping as the admission response.
+func (h *Handler) patch(req admission.Request, pod *corev1.Pod, result sizing.Result, bookkeeping map[string]string) admission.Response {
+	ops, err := sizing.JSONPatch(pod, result, bookkeeping)
+	if err != nil {
+		h.log.Error(err, "rendering patch; admitting unchanged", "namespace", req.Namespace)
+		return admission.Allowed("ballast: internal error")
+	}
+	if len(ops) == 0 {
+		return admission.Allowed("")
+	}
+	out := make([]jsonpatch.JsonPatchOperation, len(ops))
+	for i, o := range ops {
+		out[i] = jsonpatch.JsonPatchOperation{Operation: o.Op, Path: o.Path, Value: o.Value}
+	}
+	return admission.Patched("", out...)
+}
+
+func (h *Handler) count(result, namespace string) {
+	h.metrics.WebhookMutations.WithLabelValues(result, namespace).Inc()
+}
+
+func podName(req admission.Request) string {
+	if req.Name != "" {
+		return req.Name
+	}
+	return "(generated)"
+}

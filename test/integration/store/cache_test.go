@@ -1,0 +1,175 @@
+package store_test
+
+import (
+	"context"
+	"github.com/ballastk8s/ballast/pkg/store"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ballastk8s/ballast/pkg/series"
+)
+
+// history writes windows of every series from ago up to the window holding now and returns
+// what it wrote, merged per series.
+func history(t *testing.T, ctx context.Context, w *store.Writer, l series.Layout, ids []series.SeriesID, now time.Time, ago time.Duration, r *rand.Rand) map[series.SeriesID]*series.Histogram {
+	t.Helper()
+	want := map[series.SeriesID]*series.Histogram{}
+	var batch []series.WindowUpdate
+	for start := series.WindowStart(now.Add(-ago), l.Window); !start.After(now); start = start.Add(l.Window) {
+		for _, id := range ids {
+			h := window(t, r, start, 1+r.IntN(10), gen(id))
+			batch = append(batch, series.WindowUpdate{Series: id, Start: start, Hist: h})
+			if want[id] == nil {
+				want[id] = &series.Histogram{}
+			}
+			want[id].Merge(h)
+		}
+	}
+	if err := w.Flush(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// openWindows counts the windows of the last hour that are still open at now.
+func openWindows(l series.Layout, now time.Time) int {
+	n := 0
+	for start := series.WindowStart(now.Add(-time.Hour), l.Window); !start.After(now); start = start.Add(l.Window) {
+		if !l.Closed(start, now) {
+			n++
+		}
+	}
+	return n
+}
+
+func delta(a, b store.ReaderStats) store.ReaderStats {
+	return store.ReaderStats{
+		Commands: b.Commands - a.Commands, WindowsRead: b.WindowsRead - a.WindowsRead, RollupsRead: b.RollupsRead - a.RollupsRead,
+		Compacted: b.Compacted - a.Compacted, Reloads: b.Reloads - a.Reloads,
+	}
+}
+
+// TestReaderCache: once warm, a read costs a fixed number of commands and fetches only the
+// open windows; late writes into closed windows, new samples and new series still show up.
+func TestReaderCache(t *testing.T) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
+		l := series.DefaultLayout(168 * time.Hour)
+		p := newProfile()
+		ids := seriesOf(p)
+		now := time.Now()
+		r := rand.New(rand.NewPCG(4, 4))
+		w := mustWriter(t, c, l)
+		want := history(t, ctx, w, l, ids, now, 2*time.Hour, r)
+		rd := mustReader(t, c, l)
+		read := func(name string, at time.Time) store.ReaderStats {
+			t.Helper()
+			before := rd.Stats()
+			got, err := rd.Read(ctx, p, at)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("%s: (-want +got):\n%s", name, diff)
+			}
+			return delta(before, rd.Stats())
+		}
+		cold := read("cold read", now)
+		if cold.Reloads != 1 || cold.Compacted == 0 {
+			t.Errorf("cold read: %+v, want one load and compaction of the closed windows", cold)
+		}
+		open := int64(openWindows(l, now) * len(ids))
+		// Warm: SMEMBERS + GET of the epoch, then one script call over the pending windows.
+		wantWarm := store.ReaderStats{Commands: 3, WindowsRead: open}
+		if diff := cmp.Diff(wantWarm, read("warm read", now)); diff != "" {
+			t.Errorf("warm read issued (-want +got):\n%s", diff)
+		}
+
+		// New samples in the open window, a late flush into a window closed an hour ago and a
+		// new series.
+		late := series.WindowStart(now.Add(-time.Hour), l.Window)
+		cur := series.WindowStart(now, l.Window)
+		fresh := series.SeriesID{Profile: p, Container: "init-sidecar", Resource: series.ResourceCPU, Signal: series.SignalUsage}
+		var batch []series.WindowUpdate
+		for _, u := range []struct {
+			id    series.SeriesID
+			start time.Time
+		}{{ids[0], cur}, {ids[1], late}, {fresh, cur}} {
+			h := window(t, r, u.start, 3, gen(u.id))
+			batch = append(batch, series.WindowUpdate{Series: u.id, Start: u.start, Hist: h})
+			if want[u.id] == nil {
+				want[u.id] = &series.Histogram{}
+			}
+			want[u.id].Merge(h)
+		}
+		if err := w.Flush(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		wantChanged := store.ReaderStats{Commands: 3, WindowsRead: open + 1, RollupsRead: 1, Compacted: 1}
+		if diff := cmp.Diff(wantChanged, read("read after new samples", now)); diff != "" {
+			t.Errorf("read after new samples issued (-want +got):\n%s", diff)
+		}
+
+		// A profile whose windows are all compacted costs two commands and reads nothing.
+		idle := newProfile()
+		idleIDs := seriesOf(idle)
+		history(t, ctx, w, l, idleIDs, now.Add(-3*time.Hour), time.Hour, r)
+		if _, err := rd.Read(ctx, idle, now); err != nil {
+			t.Fatal(err)
+		}
+		before := rd.Stats()
+		got, err := rd.Read(ctx, idle, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(idleIDs) {
+			t.Errorf("idle profile: %d series, want %d", len(got), len(idleIDs))
+		}
+		if diff := cmp.Diff(store.ReaderStats{Commands: 2}, delta(before, rd.Stats())); diff != "" {
+			t.Errorf("warm read of an idle profile issued (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestConcurrentReaders: when another reader compacts, a reader notices by the epoch and
+// reloads the profile's rollups instead of double counting or missing windows.
+func TestConcurrentReaders(t *testing.T) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
+		l := series.DefaultLayout(168 * time.Hour)
+		p := newProfile()
+		now := time.Now()
+		r := rand.New(rand.NewPCG(5, 5))
+		w := mustWriter(t, c, l)
+		want := history(t, ctx, w, l, seriesOf(p), now, time.Hour, r)
+		a, b := mustReader(t, c, l), mustReader(t, c, l)
+		for _, rd := range []*store.Reader{a, b, a} {
+			got, err := rd.Read(ctx, p, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+		}
+		later := now.Add(20 * time.Minute) // every window written is closed now
+		gotA, err := a.Read(ctx, p, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := b.Stats()
+		gotB, err := b.Read(ctx, p, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, got := range map[string]map[series.SeriesID]*series.Histogram{"compacting reader": gotA, "other reader": gotB} {
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s after compaction (-want +got):\n%s", name, diff)
+			}
+		}
+		if d := delta(before, b.Stats()); d.Reloads != 1 || d.Compacted != 0 {
+			t.Errorf("other reader: %+v, want one reload and no compaction", d)
+		}
+	})
+}
