@@ -60,6 +60,27 @@ type explained struct {
 			Changed                             bool
 		} `json:"fields"`
 	} `json:"admission"`
+	Resize struct {
+		State      string `json:"state"`
+		LastResize string `json:"lastResize"`
+		Events     []struct {
+			Reason string `json:"reason"`
+		} `json:"events"`
+	} `json:"resize"`
+}
+
+func explainJSON(ctx context.Context, t *testing.T, kubeconfig, ns, pod string) explained {
+	t.Helper()
+	var out, errb bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}
+	if code := ballast.Run(ctx, []string{"--kubeconfig", kubeconfig, "explain", "-n", ns, pod, "-o", "json"}, streams); code != 0 {
+		t.Fatalf("explain %s/%s: exit %d: %s", ns, pod, code, errb.String())
+	}
+	var ex explained
+	if err := json.Unmarshal(out.Bytes(), &ex); err != nil {
+		t.Fatalf("explain %s/%s: %v", ns, pod, err)
+	}
+	return ex
 }
 
 func TestExplainDemoFirstAdmission(t *testing.T) {
@@ -87,15 +108,7 @@ func TestExplainDemoFirstAdmission(t *testing.T) {
 		t.Fatalf("pods of %s/%s: %v", sc.NewNamespace, sc.Shop.Name, err)
 	}
 	for _, p := range pods {
-		var out, errb bytes.Buffer
-		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}
-		if code := ballast.Run(ctx, []string{"--kubeconfig", s.Kube.Kubeconfig, "explain", "-n", p.Namespace, p.Name, "-o", "json"}, streams); code != 0 {
-			t.Fatalf("explain %s: exit %d: %s", p.Name, code, errb.String())
-		}
-		var ex explained
-		if err := json.Unmarshal(out.Bytes(), &ex); err != nil {
-			t.Fatalf("explain %s: %v", p.Name, err)
-		}
+		ex := explainJSON(ctx, t, s.Kube.Kubeconfig, p.Namespace, p.Name)
 		if ex.Policy.Winner != "ClusterResourcePolicy default" || ex.Profile.Name != p.Annotations[ballastv1.ProfileRefAnnotation] ||
 			ex.Profile.State != ballastv1.StateSufficient || !ex.Admission.Sized || !ex.Admission.FromTemplate {
 			t.Errorf("explain %s: policy %q profile %q (pod says %q) state %q sized %v fromTemplate %v", p.Name, ex.Policy.Winner,
@@ -132,10 +145,29 @@ func TestExplainDemoFirstAdmission(t *testing.T) {
 			t.Errorf("explain %s: %d values explained as written, the pod has %d applied annotations", p.Name, changed, wrote)
 		}
 	}
+	// The scenario's resize rung: explain shows the pod's resize state and Ballast's events.
+	if sc.ResizeNamespace != "" && rep.Resize.Pod != "" {
+		name := rep.Resize.Pod[strings.LastIndex(rep.Resize.Pod, "/")+1:] // "<namespace>/<pod>"
+		ex := explainJSON(ctx, t, s.Kube.Kubeconfig, sc.ResizeNamespace, name)
+		reasons := []string{}
+		for _, e := range ex.Resize.Events {
+			reasons = append(reasons, e.Reason)
+		}
+		if ex.Resize.State == "" || ex.Resize.LastResize == "" || !strings.Contains(strings.Join(reasons, ","), "Resized") {
+			t.Errorf("explain %s/%s: resize state %q, last resize %q, events %v; want the state, the last resize and a Resized event (scenario: %+v)",
+				sc.ResizeNamespace, rep.Resize.Pod, ex.Resize.State, ex.Resize.LastResize, reasons, rep.Resize)
+		}
+	}
 	var out bytes.Buffer
 	ballast.Run(ctx, []string{"--kubeconfig", s.Kube.Kubeconfig, "explain", "-n", pods[0].Namespace, pods[0].Name},
 		genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
 	t.Logf("kubectl ballast explain -n %s %s\n%s", pods[0].Namespace, pods[0].Name, out.String())
+	if sc.ResizeNamespace != "" && rep.Resize.Pod != "" {
+		out.Reset()
+		ballast.Run(ctx, []string{"--kubeconfig", s.Kube.Kubeconfig, "explain", "pod/" + rep.Resize.Pod[strings.LastIndex(rep.Resize.Pod, "/")+1:],
+			"-n", sc.ResizeNamespace}, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		t.Logf("kubectl ballast explain -n %s %s\n%s", sc.ResizeNamespace, rep.Resize.Pod, out.String())
+	}
 }
 
 func actualValue(p corev1.Pod, container string, res corev1.ResourceName, field string) resource.Quantity {
