@@ -199,7 +199,11 @@ func explain(ctx context.Context, c client.Client, s *subject) (*explanation, er
 	}
 	pod, fromTemplate := s.admissionPod()
 	ex.Containers = explainContainers(pod, wp, statsPolicy)
-	ex.Admission = explainAdmission(pod, fromTemplate, ex.Mode, wp, b.Policy)
+	admMode := ex.Mode // the webhook saw the template's mode, which may differ from the pod's now
+	if fromTemplate {
+		admMode = pod.Labels[ballastv1.ModeLabel]
+	}
+	ex.Admission = explainAdmission(pod, fromTemplate, admMode, wp, b.Policy)
 	if s.Pod != nil {
 		ex.Resize = explainResize(ctx, c, s.Pod, ex.Resize)
 	}
