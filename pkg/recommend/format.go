@@ -49,13 +49,13 @@ func FormatTimeSpan(d time.Duration) string {
 }
 
 // FormatValue renders a recommendation (SPEC §2.4): cpu millicores as a DecimalSI
-// canonical string ("288m", "2"); other resources as BinarySI bytes ("192Mi", or plain
-// bytes such as "134217727" when not a round multiple).
+// canonical string ("288m", "2"); other resources rounded up to a whole MiB, as a BinarySI
+// canonical string ("162Mi", "2Gi").
 func FormatValue(res string, v int64) string {
 	if res == ResourceCPU {
 		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
 	}
-	return resource.NewQuantity(v, resource.BinarySI).String()
+	return resource.NewQuantity(RoundUpMiB(v), resource.BinarySI).String()
 }
 
 // UsageStats renders s as the status entry of one series.

@@ -275,7 +275,7 @@ func (c computer) recommend(ci ContainerInput, r string, stats map[string]Stats)
 		}
 	}
 	a, _, bumped = ApplyOOMBump(a, ooms, c.in.Now, c.retention)
-	return a, nil, bumped
+	return a.roundUp(), nil, bumped
 }
 
 func hasKey[V any](m map[string]V, k string) bool {

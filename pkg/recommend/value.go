@@ -36,7 +36,8 @@ func (a Amounts) IsZero() bool { return !a.HasRequest && !a.HasLimit }
 
 // Recommend computes the recommendation of resource res from the statistics of a ready
 // series (SPEC §5.1): every metric naming res sets its field; when two target the same
-// field, the later one wins. The result is zero when no metric names res.
+// field, the later one wins. The result is zero when no metric names res. Byte resources
+// are rounded up to a whole MiB (SPEC §2.4), which only ever adds < 1 MiB of headroom.
 func Recommend(res string, s Stats, metrics []policy.Metric) (Amounts, error) {
 	var a Amounts
 	for _, m := range metrics {
@@ -47,6 +48,9 @@ func Recommend(res string, s Stats, metrics []policy.Metric) (Amounts, error) {
 		if err != nil {
 			return Amounts{}, fmt.Errorf("%s %s from %s: %w", res, m.Field, m.Aggregation, err)
 		}
+		if res != ResourceCPU {
+			v = RoundUpMiB(v)
+		}
 		if m.Field == FieldLimit {
 			a.Limit, a.HasLimit = v, true
 		} else {
@@ -54,6 +58,25 @@ func Recommend(res string, s Stats, metrics []policy.Metric) (Amounts, error) {
 		}
 	}
 	return a, nil
+}
+
+// RoundUpMiB rounds a byte count up to a whole MiB (SPEC §2.4), saturating at the largest
+// whole MiB an int64 holds; v ≤ 0 is returned unchanged.
+func RoundUpMiB(v int64) int64 {
+	const maxMiB = math.MaxInt64 &^ (mib - 1)
+	switch {
+	case v <= 0:
+		return v
+	case v > maxMiB:
+		return maxMiB
+	}
+	return (v + mib - 1) &^ (mib - 1)
+}
+
+// roundUp rounds the byte fields of a up to whole MiB.
+func (a Amounts) roundUp() Amounts {
+	a.Request, a.Limit = RoundUpMiB(a.Request), RoundUpMiB(a.Limit)
+	return a
 }
 
 var errNotFinite = errors.New("statistic is not a finite number")

@@ -74,16 +74,46 @@ func TestRecommendLaterEntryWins(t *testing.T) {
 		{Resource: "memory", Field: "request", Source: "s", Aggregation: "p99"},
 		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "avg"},
 	}}).Metrics
-	got, err := Recommend("memory", Stats{Samples: 4, P50: 100, P99: 300, Max: 400}, metrics)
+	got, err := Recommend("memory", Stats{Samples: 4, P50: 100 * mib, P99: 300 * mib, Max: 400 * mib}, metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Amounts{Request: 300, Limit: 400, HasRequest: true, HasLimit: true}); got != want {
+	if want := (Amounts{Request: 300 * mib, Limit: 400 * mib, HasRequest: true, HasLimit: true}); got != want {
 		t.Errorf("Recommend = %+v, want %+v", got, want)
 	}
 	none, _ := Recommend("ephemeral-storage", Stats{Samples: 4, P50: 1}, metrics)
 	if !none.IsZero() {
 		t.Errorf("Recommend for a resource no metric names = %+v, want zero", none)
+	}
+}
+
+func TestRecommendRoundsBytesUpToMiB(t *testing.T) {
+	metrics := compile(t, v1.ResourcePolicySpec{Metrics: []v1.MetricSpec{
+		{Resource: "memory", Field: "limit", Source: "s", Aggregation: "p99", Headroom: "1.2"},
+		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "p99", Headroom: "1.2"},
+	}}).Metrics
+	// 192Mi × 1.2 = 241591910.4 bytes ⇒ 241591910 ⇒ rounded up to 231Mi.
+	mem, err := Recommend("memory", Stats{Samples: 4, P99: 192 * mib}, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem.Limit != 231*mib || mem.Recommendation("memory").Limit != "231Mi" {
+		t.Errorf("memory limit = %d (%s), want 231Mi", mem.Limit, mem.Recommendation("memory").Limit)
+	}
+	// cpu stays in millicores: 191m × 1.2 = 229.2m ⇒ 229m.
+	cpu, _ := Recommend("cpu", Stats{Samples: 4, P99: 191}, metrics)
+	if cpu.Request != 229 {
+		t.Errorf("cpu request = %dm, want 229m", cpu.Request)
+	}
+}
+
+func TestRoundUpMiB(t *testing.T) {
+	cases := map[int64]int64{0: 0, -3: -3, 1: mib, mib: mib, mib + 1: 2 * mib, 241591910: 231 * mib,
+		math.MaxInt64: math.MaxInt64 &^ (mib - 1)}
+	for in, want := range cases {
+		if got := RoundUpMiB(in); got != want || (in > 0 && got < in && in <= math.MaxInt64&^(mib-1)) {
+			t.Errorf("RoundUpMiB(%d) = %d, want %d", in, got, want)
+		}
 	}
 }
 

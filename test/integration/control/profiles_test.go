@@ -112,8 +112,8 @@ func profileSuite(t *testing.T, e *env) {
 			return nil
 		})
 		recs := wp.Status.Containers[0].Recommendations
-		// cpu avg 240m × 1.25 = 300m; memory p75 192Mi; limit p99 192Mi × 1.2 = 241591910.4 ⇒ 241591910.
-		if recs["cpu"].Request != "300m" || recs["memory"].Request != "192Mi" || recs["memory"].Limit != "241591910" {
+		// cpu avg 240m × 1.25 = 300m; memory p75 192Mi; limit p99 192Mi × 1.2 = 241591910.4 bytes ⇒ rounded up to 231Mi (SPEC §2.4).
+		if recs["cpu"].Request != "300m" || recs["memory"].Request != "192Mi" || recs["memory"].Limit != "231Mi" {
 			t.Errorf("recommendations = %+v", recs)
 		}
 		if c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionReady); c == nil || c.Reason != ballastv1.ReasonSamplesCollected {
@@ -128,7 +128,7 @@ func profileSuite(t *testing.T, e *env) {
 			t.Fatal(err)
 		}
 		r := p.Spec.Containers[0].Resources
-		if r.Requests.Cpu().String() != "300m" || r.Requests.Memory().String() != "192Mi" || r.Limits.Memory().String() != "241591910" {
+		if r.Requests.Cpu().String() != "300m" || r.Requests.Memory().String() != "192Mi" || r.Limits.Memory().String() != "231Mi" {
 			t.Errorf("admitted resources = %v / %v", r.Requests, r.Limits)
 		}
 		if p.Annotations[ballastv1.AppliedAnnotation("cpu", "request")] != "300m" {
