@@ -1,6 +1,7 @@
 package recommend
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -70,6 +71,8 @@ type Result struct {
 	MeetsThreshold bool
 	State          string
 	Ready          metav1.Condition
+	// Sufficient is the Sufficient condition: whether readiness is met and, if not, what is missing.
+	Sufficient metav1.Condition
 	// Pending lists the considered (container, resource) pairs that are not ready, sorted.
 	Pending []Pending
 	// OOMBumped names the containers whose memory recommendation an OOM bump raised.
@@ -83,6 +86,7 @@ func (r Result) ApplyTo(st *v1.WorkloadProfileStatus) {
 	st.MeetsThreshold = r.MeetsThreshold
 	st.State = r.State
 	meta.SetStatusCondition(&st.Conditions, r.Ready)
+	meta.SetStatusCondition(&st.Conditions, r.Sufficient)
 }
 
 // Compute turns the series of one profile into its status (SPEC §4.2–§4.5, §5.1). It
@@ -146,8 +150,57 @@ func Compute(in Input) Result {
 		res.State = v1.StateSufficient
 	}
 	res.Ready = readyCondition(in, policyResources, interval)
+	res.Sufficient = sufficientCondition(in, res, params)
 	return res
 }
+
+// sufficientCondition says in one line whether the profile is Sufficient and, if not, what
+// each (container, resource) still lacks against its readiness targets.
+func sufficientCondition(in Input, res Result, p policy.Readiness) metav1.Condition {
+	cond := metav1.Condition{
+		Type:               v1.ConditionSufficient,
+		Status:             metav1.ConditionTrue,
+		ObservedGeneration: in.Generation,
+		LastTransitionTime: metav1.NewTime(in.Now),
+		Reason:             v1.ReasonReadinessMet,
+	}
+	if res.MeetsThreshold {
+		cond.Message = fmt.Sprintf("every container meets readiness (samples ≥ %d, span ≥ %s, cv ≤ %s)",
+			p.MinDataPoints, FormatTimeSpan(p.MinTimeSpan), FormatCV(p.MaxCV.Float64()))
+		return cond
+	}
+	cond.Status, cond.Reason = metav1.ConditionFalse, v1.ReasonAccruing
+	cond.Message = PendingSummary(res.Pending)
+	if cond.Message == "" {
+		cond.Message = "no container has retained samples yet"
+	}
+	return cond
+}
+
+// PendingSummary renders what is missing in one line, grouped by container:
+// "app: cpu samples 120/250, span 1m0s/24h0m0s; memory samples 120/250".
+func PendingSummary(pending []Pending) string {
+	var b strings.Builder
+	last := ""
+	for i, p := range pending {
+		switch {
+		case i == 0:
+			b.WriteString(p.Container + ": ")
+		case p.Container != last:
+			b.WriteString("; " + p.Container + ": ")
+		default:
+			b.WriteString("; ")
+		}
+		last = p.Container
+		b.WriteString(p.Resource + " " + p.Message)
+	}
+	return b.String()
+}
+
+// BasisOOM starts the basis of a memory value an OOM kill raised.
+const BasisOOM = "raised by an OOM kill"
+
+var errUnreadable = errors.New("series unreadable")
 
 // emptyPolicy is what a nil Input.Policy computes as: no metrics, resolve-time defaults.
 var emptyPolicy = func() *policy.Compiled {
@@ -178,8 +231,21 @@ func (c computer) container(ci ContainerInput, prev v1.ContainerProfile, hasPrev
 	}
 	recs := map[string]v1.Recommendation{}
 	for _, r := range c.resources {
+		s, has := stats[r]
+		var readErr error
+		if hasKey(ci.ReadErrors, r) {
+			readErr = ci.ReadErrors[r]
+			if readErr == nil {
+				readErr = errUnreadable
+			}
+		}
+		gap := Gap(r, s, has, readErr, c.params)
+		cp.Readiness = append(cp.Readiness, gap)
 		a, p, b := c.recommend(ci, r, stats)
 		if p != nil {
+			if gap.Missing != "" {
+				p.Message = gap.Missing
+			}
 			pending = append(pending, *p)
 			continue
 		}
@@ -274,7 +340,16 @@ func (c computer) recommend(ci ContainerInput, r string, stats map[string]Stats)
 			ooms = append(ooms, e)
 		}
 	}
-	a, _, bumped = ApplyOOMBump(a, ooms, c.in.Now, c.retention)
+	a, bump, bumped := ApplyOOMBump(a, ooms, c.in.Now, c.retention)
+	if bumped {
+		basis := fmt.Sprintf("%s to max(peak × 1.2, peak + 100Mi) = %s", BasisOOM, FormatValue(r, bump))
+		if a.HasRequest && a.Request == bump {
+			a.RequestBasis = basis
+		}
+		if a.HasLimit && a.Limit == bump {
+			a.LimitBasis = basis
+		}
+	}
 	return a.roundUp(), nil, bumped
 }
 

@@ -2,7 +2,9 @@ package recommend
 
 import (
 	"fmt"
+	"strings"
 
+	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
@@ -40,4 +42,42 @@ func CheckReady(res string, s Stats, p policy.Readiness) (reason, message string
 		return NotReadyVariationTooLarge, fmt.Sprintf("cv %s, max %g", FormatCV(s.CV), maxCV), false
 	}
 	return "", "", true
+}
+
+// Gap measures one series against every readiness gate of SPEC §4.3 (CheckReady stops at
+// the first failing one): each field is "have/need", and Missing lists, in one line, the
+// gates still failing. A read error or a missing series is a source error.
+func Gap(res string, s Stats, has bool, readErr error, p policy.Readiness) v1.ResourceReadiness {
+	g := v1.ResourceReadiness{Resource: res}
+	switch {
+	case readErr != nil:
+		g.SourceError = readErr.Error()
+		g.Missing = "source error: " + g.SourceError
+		return g
+	case !has:
+		g.SourceError = "no samples from the source yet"
+		g.Missing = fmt.Sprintf("samples 0/%d (no samples from the source yet)", p.MinDataPoints)
+		return g
+	}
+	var missing []string
+	g.Samples = fmt.Sprintf("%d/%d", s.Samples, p.MinDataPoints)
+	if s.Samples < p.MinDataPoints {
+		missing = append(missing, "samples "+g.Samples)
+	}
+	g.TimeSpan = FormatTimeSpan(s.TimeSpan) + "/" + FormatTimeSpan(p.MinTimeSpan)
+	if s.TimeSpan < p.MinTimeSpan {
+		missing = append(missing, "span "+g.TimeSpan)
+	}
+	maxCV := p.MaxCV.Float64()
+	if floor, ok := p.CVMeanFloor[res]; ok && floor > 0 && s.Mean < float64(floor) {
+		g.CV = "waived: mean " + FormatStat(res, s.Mean) + " below floor " + FormatStat(res, float64(floor))
+	} else {
+		g.CV = FormatCV(s.CV) + "/" + FormatCV(maxCV)
+		if !(s.CV <= maxCV) {
+			missing = append(missing, "cv "+g.CV)
+		}
+	}
+	g.Ready = len(missing) == 0
+	g.Missing = strings.Join(missing, ", ")
+	return g
 }

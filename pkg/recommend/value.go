@@ -17,16 +17,18 @@ type Amounts struct {
 	Limit      int64
 	HasRequest bool
 	HasLimit   bool
+	// RequestBasis and LimitBasis say where each value comes from ("avg 180m × 1.25 = 225m").
+	RequestBasis, LimitBasis string
 }
 
 // Recommendation renders a as the status entry of resource res (SPEC §2.4).
 func (a Amounts) Recommendation(res string) v1.Recommendation {
 	var r v1.Recommendation
 	if a.HasRequest {
-		r.Request = FormatValue(res, a.Request)
+		r.Request, r.RequestBasis = FormatValue(res, a.Request), a.RequestBasis
 	}
 	if a.HasLimit {
-		r.Limit = FormatValue(res, a.Limit)
+		r.Limit, r.LimitBasis = FormatValue(res, a.Limit), a.LimitBasis
 	}
 	return r
 }
@@ -48,16 +50,32 @@ func Recommend(res string, s Stats, metrics []policy.Metric) (Amounts, error) {
 		if err != nil {
 			return Amounts{}, fmt.Errorf("%s %s from %s: %w", res, m.Field, m.Aggregation, err)
 		}
+		basis := basisOf(res, s, m, v)
 		if res != ResourceCPU {
 			v = RoundUpMiB(v)
 		}
 		if m.Field == FieldLimit {
-			a.Limit, a.HasLimit = v, true
+			a.Limit, a.HasLimit, a.LimitBasis = v, true, basis
 		} else {
-			a.Request, a.HasRequest = v, true
+			a.Request, a.HasRequest, a.RequestBasis = v, true, basis
 		}
 	}
 	return a, nil
+}
+
+// basisOf explains v, the exact value of metric m: "p99 192.00Mi × 1.2 = 231Mi (rounded up
+// to a whole MiB)", "avg 180m × 1.25 = 225m".
+func basisOf(res string, s Stats, m policy.Metric, v int64) string {
+	stat, _ := s.Aggregate(m.Aggregation)
+	b := m.Aggregation + " " + FormatStat(res, stat)
+	if m.Headroom.Sign() != 0 {
+		b += " × " + m.Headroom.String()
+	}
+	b += " = " + FormatValue(res, v)
+	if res != ResourceCPU && RoundUpMiB(v) != v {
+		b += " (rounded up to a whole MiB)"
+	}
+	return b
 }
 
 // RoundUpMiB rounds a byte count up to a whole MiB (SPEC §2.4), saturating at the largest

@@ -50,9 +50,11 @@ func TestRecommendWorkedExample(t *testing.T) {
 	metrics := compile(t, v1.ResourcePolicySpec{Metrics: presetMetrics()}).Metrics
 	series := workedSeries(t0, t0.Add(24*time.Hour))
 	want := map[string]v1.Recommendation{
-		"cpu":               {Request: "300m"},
-		"memory":            {Request: "192Mi", Limit: "288Mi"},
-		"ephemeral-storage": {Request: "1200Mi", Limit: "2160Mi"},
+		"cpu": {Request: "300m", RequestBasis: "avg 240m × 1.25 = 300m"},
+		"memory": {Request: "192Mi", Limit: "288Mi",
+			RequestBasis: "p75 192.00Mi × 1.0 = 192Mi", LimitBasis: "p99 240.00Mi × 1.2 = 288Mi"},
+		"ephemeral-storage": {Request: "1200Mi", Limit: "2160Mi",
+			RequestBasis: "p90 1.17Gi × 1.0 = 1200Mi", LimitBasis: "p99 1.76Gi × 1.2 = 2160Mi"},
 	}
 	got := map[string]v1.Recommendation{}
 	for res, d := range series {
@@ -78,7 +80,8 @@ func TestRecommendLaterEntryWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Amounts{Request: 300 * mib, Limit: 400 * mib, HasRequest: true, HasLimit: true}); got != want {
+	if want := (Amounts{Request: 300 * mib, Limit: 400 * mib, HasRequest: true, HasLimit: true,
+		RequestBasis: "p99 300.00Mi × 1.0 = 300Mi", LimitBasis: "max 400.00Mi × 1.0 = 400Mi"}); got != want {
 		t.Errorf("Recommend = %+v, want %+v", got, want)
 	}
 	none, _ := Recommend("ephemeral-storage", Stats{Samples: 4, P50: 1}, metrics)
@@ -96,6 +99,9 @@ func TestRecommendRoundsBytesUpToMiB(t *testing.T) {
 	mem, err := Recommend("memory", Stats{Samples: 4, P99: 192 * mib}, metrics)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r := mem.Recommendation("memory"); r.LimitBasis != "p99 192.00Mi × 1.2 = 231Mi (rounded up to a whole MiB)" {
+		t.Errorf("memory limit basis = %q", r.LimitBasis)
 	}
 	if mem.Limit != 231*mib || mem.Recommendation("memory").Limit != "231Mi" {
 		t.Errorf("memory limit = %d (%s), want 231Mi", mem.Limit, mem.Recommendation("memory").Limit)

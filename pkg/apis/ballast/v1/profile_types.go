@@ -13,12 +13,17 @@ const (
 	ConditionValid    = "Valid"
 	ConditionReady    = "Ready"
 	ConditionOrphaned = "Orphaned"
+	// ConditionSufficient is True when every considered (container, resource) meets its
+	// readiness targets; its message says, in one line, what is still missing.
+	ConditionSufficient = "Sufficient"
 
 	ReasonValid             = "Valid"
 	ReasonSamplesCollected  = "SamplesCollected"
 	ReasonMissingSamples    = "MissingSamples"
 	ReasonPolicyInvalid     = "PolicyInvalid"
 	ReasonNoActiveWorkloads = "NoActiveWorkloads"
+	ReasonReadinessMet      = "ReadinessMet"
+	ReasonAccruing          = "Accruing"
 )
 
 // Policy kinds as they appear in PolicyRef.
@@ -75,10 +80,47 @@ type UsageStats struct {
 
 // Recommendation holds the recommended request and limit of one resource.
 type Recommendation struct {
+	// Request is the recommended request: cpu in millicores ("226m"), memory and
+	// ephemeral-storage rounded up to a whole MiB ("162Mi").
 	// +optional
 	Request string `json:"request,omitempty"`
+	// Limit is the recommended limit, in the same units as request.
 	// +optional
 	Limit string `json:"limit,omitempty"`
+	// RequestBasis says where request comes from ("avg 180m × 1.25 = 226m").
+	// +optional
+	RequestBasis string `json:"requestBasis,omitempty"`
+	// LimitBasis says where limit comes from ("p99 192.00Mi × 1.2 = 231Mi, rounded up to a whole MiB").
+	// +optional
+	LimitBasis string `json:"limitBasis,omitempty"`
+}
+
+// ResourceReadiness says how far one series of a container is from the policy's readiness
+// targets (SPEC §4.3). Each field is "have/need"; a field is empty when its gate is not
+// evaluated (no series yet, or the mean is below the cv floor for cv).
+type ResourceReadiness struct {
+	// Resource is cpu, memory or ephemeral-storage.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Resource string `json:"resource"`
+	// Ready is true when every gate is met.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// Samples is "retained samples/minDataPoints" ("120/250").
+	// +optional
+	Samples string `json:"samples,omitempty"`
+	// TimeSpan is "span of the samples/minTimeSpan" ("1h0m0s/24h0m0s").
+	// +optional
+	TimeSpan string `json:"timeSpan,omitempty"`
+	// CV is "coefficient of variation/maxCV" ("0.412/1.500"), or "waived: mean below floor".
+	// +optional
+	CV string `json:"cv,omitempty"`
+	// SourceError is why the series could not be read or has no samples.
+	// +optional
+	SourceError string `json:"sourceError,omitempty"`
+	// Missing is what is still missing, in one line ("130 more samples, 23h more span").
+	// +optional
+	Missing string `json:"missing,omitempty"`
 }
 
 // ContainerProfile is the pooled data of one container name.
@@ -92,8 +134,15 @@ type ContainerProfile struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=atomic
 	UsageStats []UsageStats `json:"usageStats,omitempty"`
+	// Recommendations by resource.
 	// +optional
 	Recommendations map[string]Recommendation `json:"recommendations,omitempty"`
+	// Readiness of each resource the policy names, against its targets, sorted by resource.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=resource
+	Readiness []ResourceReadiness `json:"readiness,omitempty"`
 }
 
 // ResizeSummary counts the bound pods in each pending resize state.
