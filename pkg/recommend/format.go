@@ -3,6 +3,7 @@ package recommend
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -93,4 +94,40 @@ func truncInt64(v float64) int64 {
 		return math.MinInt64
 	}
 	return int64(v)
+}
+
+// Summary renders the recommendations of every container compactly:
+// "app: cpu 300m, mem 192Mi/231Mi, eph 1200Mi/2160Mi" (request/limit); "-" when nothing
+// is recommended.
+func Summary(cs []v1.ContainerProfile) string {
+	short := map[string]string{ResourceCPU: "cpu", ResourceMemory: "mem", "ephemeral-storage": "eph"}
+	var parts []string
+	for _, cp := range cs {
+		var rs []string
+		for _, r := range []string{ResourceCPU, ResourceMemory, "ephemeral-storage"} {
+			rec, ok := cp.Recommendations[r]
+			if !ok {
+				continue
+			}
+			v := dash(rec.Request)
+			if rec.Limit != "" {
+				v += "/" + rec.Limit
+			}
+			rs = append(rs, short[r]+" "+v)
+		}
+		if len(rs) > 0 {
+			parts = append(parts, cp.Name+": "+strings.Join(rs, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

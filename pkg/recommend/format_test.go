@@ -135,3 +135,18 @@ func TestUsageStats(t *testing.T) {
 		t.Errorf("cpu UsageStats = %+v, want p50 230m, mean 1, stdDev 0 and no lastUpdated", cpu)
 	}
 }
+
+func TestSummary(t *testing.T) {
+	cs := []v1.ContainerProfile{
+		{Name: "app", Recommendations: map[string]v1.Recommendation{"cpu": {Request: "300m"},
+			"memory": {Request: "192Mi", Limit: "231Mi"}, "ephemeral-storage": {Limit: "2Gi"}}},
+		{Name: "idle"},
+		{Name: "sidecar", Recommendations: map[string]v1.Recommendation{"cpu": {Request: "10m"}}},
+	}
+	if got, want := Summary(cs), "app: cpu 300m, mem 192Mi/231Mi, eph -/2Gi; sidecar: cpu 10m"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	if got := Summary(nil); got != "-" {
+		t.Errorf("Summary(nil) = %q, want -", got)
+	}
+}

@@ -85,6 +85,7 @@ func (r Result) ApplyTo(st *v1.WorkloadProfileStatus) {
 	st.PodUsageStats = r.PodUsageStats
 	st.MeetsThreshold = r.MeetsThreshold
 	st.State = r.State
+	st.Summary = Summary(r.Containers)
 	meta.SetStatusCondition(&st.Conditions, r.Ready)
 	meta.SetStatusCondition(&st.Conditions, r.Sufficient)
 }

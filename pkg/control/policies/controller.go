@@ -92,6 +92,7 @@ func (c *Controller) Reconcile(ctx context.Context, obj client.Object) (reconcil
 	log := c.log.WithValues("policy", ballastv1.PolicyRefValue(key.Namespace, key.Name), "generation", obj.GetGeneration())
 	before := status.DeepCopy()
 	status.ProfileDiscriminator = identity.Discriminator(c.kind, key.Namespace, key.Name)
+	status.Priority = spec.Priority
 	cond := metav1.Condition{Type: ballastv1.ConditionValid, Status: metav1.ConditionTrue,
 		Reason: ballastv1.ReasonValid, Message: "policy is valid", ObservedGeneration: obj.GetGeneration(),
 		LastTransitionTime: metav1.NewTime(c.clock.Now())}

@@ -44,7 +44,7 @@ func transitions(wp *ballastv1.WorkloadProfile, next *ballastv1.WorkloadProfileS
 	suff := meta.FindStatusCondition(next.Conditions, ballastv1.ConditionSufficient)
 	switch {
 	case !old.MeetsThreshold && next.MeetsThreshold:
-		ev(corev1.EventTypeNormal, EventSufficient, "Sufficient: recommends "+Summary(next.Containers))
+		ev(corev1.EventTypeNormal, EventSufficient, "Sufficient: recommends "+recommend.Summary(next.Containers))
 	case old.MeetsThreshold && !next.MeetsThreshold && suff != nil:
 		ev(corev1.EventTypeWarning, EventAccruing, "Accruing again: "+suff.Message)
 	}
@@ -101,33 +101,6 @@ func oomBumps(old, next []ballastv1.ContainerProfile) []string {
 }
 
 const oomBasis = recommend.BasisOOM
-
-// Summary renders the recommendations of every container compactly:
-// "app: cpu 300m, memory 192Mi/231Mi" (request/limit).
-func Summary(cs []ballastv1.ContainerProfile) string {
-	var parts []string
-	for _, cp := range cs {
-		var rs []string
-		for _, r := range []string{"cpu", "memory", "ephemeral-storage"} {
-			rec, ok := cp.Recommendations[r]
-			if !ok {
-				continue
-			}
-			v := dash(rec.Request)
-			if rec.Limit != "" {
-				v += "/" + rec.Limit
-			}
-			rs = append(rs, r+" "+v)
-		}
-		if len(rs) > 0 {
-			parts = append(parts, cp.Name+": "+strings.Join(rs, ", "))
-		}
-	}
-	if len(parts) == 0 {
-		return "nothing"
-	}
-	return strings.Join(parts, "; ")
-}
 
 func dash(s string) string {
 	if s == "" {

@@ -36,7 +36,7 @@ func TestTransitions(t *testing.T) {
 		want      []string
 	}{
 		"nothing changes, nothing is recorded": {old: accruing, next: accruing},
-		"becoming Sufficient":                  {old: accruing, next: sufficient, want: []string{"Normal Sufficient Sufficient: recommends app: cpu 300m, memory 192Mi/231Mi"}},
+		"becoming Sufficient":                  {old: accruing, next: sufficient, want: []string{"Normal Sufficient Sufficient: recommends app: cpu 300m, mem 192Mi/231Mi"}},
 		"falling back to Accruing":             {old: sufficient, next: accruing, want: []string{"Warning Accruing Accruing again: app: cpu samples 120/250"}},
 		"an OOM bump":                          {old: sufficient, next: bumped, want: []string{"Warning OOMBump container app: an OOM kill raised memory to request 600Mi limit 600Mi"}},
 		"the same OOM bump again is quiet":     {old: bumped, next: bumped},

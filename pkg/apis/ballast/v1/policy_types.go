@@ -145,6 +145,11 @@ type ResourcePolicyStatus struct {
 	// +optional
 	ProfileDiscriminator string `json:"profileDiscriminator,omitempty"`
 
+	// Priority is spec.priority as Ballast resolves it (0 when not written), so that
+	// `kubectl get` shows 0 rather than a blank.
+	// +optional
+	Priority int32 `json:"priority"`
+
 	// Conditions: Valid.
 	// +optional
 	// +listType=map
@@ -157,7 +162,7 @@ type ResourcePolicyStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,path=clusterresourcepolicies
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.status.priority`
 // +kubebuilder:printcolumn:name="Discriminator",type=string,JSONPath=`.status.profileDiscriminator`
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=='Valid')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -183,7 +188,7 @@ type ClusterResourcePolicyList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,path=resourcepolicies
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.status.priority`
 // +kubebuilder:printcolumn:name="Discriminator",type=string,JSONPath=`.status.profileDiscriminator`
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=='Valid')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

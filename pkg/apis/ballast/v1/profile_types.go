@@ -182,6 +182,10 @@ type WorkloadProfileStatus struct {
 	// +kubebuilder:validation:Enum=Accruing;Sufficient
 	// +kubebuilder:default=Accruing
 	State string `json:"state,omitempty"`
+	// Summary is the recommendations of every container in one line, request/limit
+	// ("app: cpu 300m, memory 192Mi/231Mi"); "-" while nothing is recommended.
+	// +optional
+	Summary string `json:"summary,omitempty"`
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ActiveWorkloads int32 `json:"activeWorkloads,omitempty"`
@@ -207,7 +211,8 @@ type WorkloadProfileStatus struct {
 // +kubebuilder:printcolumn:name="ActivePods",type=integer,JSONPath=`.status.activePods`
 // +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.status.policyRef.name`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
-// +kubebuilder:printcolumn:name="SamplesReady",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
+// +kubebuilder:printcolumn:name="Recommendation",type=string,JSONPath=`.status.summary`
+// +kubebuilder:printcolumn:name="Collecting",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`,description="Ready condition: every resource the policy names produced samples in the latest collection cycle (collection health, not readiness; see State)"
 // +kubebuilder:printcolumn:name="Orphaned",type=string,JSONPath=`.status.conditions[?(@.type=='Orphaned')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkloadProfile struct {
