@@ -45,6 +45,10 @@ bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/integration/store/ ./test/bench/ ./test/integration/nodeagent/
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./pkg/nodeagent/agent/
 
-.PHONY: demo
-demo: tools build ## run the measure → profile → apply loop locally (DEMO_FLAGS=--keep keeps it running)
+.PHONY: demo demo-check
+demo: demo-check tools build ## run the measure → profile → apply loop locally (DEMO_FLAGS=--keep keeps it running)
 	$(BIN)/ballast-demo $(DEMO_FLAGS)
+
+# demo-check fails fast, before the tool build, when the demo could not run anyway.
+demo-check:
+	hack/check-demo.sh
