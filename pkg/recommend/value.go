@@ -63,19 +63,18 @@ func Recommend(res string, s Stats, metrics []policy.Metric) (Amounts, error) {
 	return a, nil
 }
 
-// basisOf explains v, the exact value of metric m: "p99 192.00Mi × 1.2 = 231Mi (rounded up
-// to a whole MiB)", "avg 180m × 1.25 = 225m".
+// basisOf explains v, the exact value of metric m: "avg 180m × 1.25 = 225m",
+// "p99 192.00Mi × 1.2 = 230.40Mi, rounded up to 231Mi".
 func basisOf(res string, s Stats, m policy.Metric, v int64) string {
 	stat, _ := s.Aggregate(m.Aggregation)
 	b := m.Aggregation + " " + FormatStat(res, stat)
 	if m.Headroom.Sign() != 0 {
 		b += " × " + m.Headroom.String()
 	}
-	b += " = " + FormatValue(res, v)
 	if res != ResourceCPU && RoundUpMiB(v) != v {
-		b += " (rounded up to a whole MiB)"
+		return b + " = " + FormatStat(res, float64(v)) + ", rounded up to " + FormatValue(res, v)
 	}
-	return b
+	return b + " = " + FormatValue(res, v)
 }
 
 // RoundUpMiB rounds a byte count up to a whole MiB (SPEC §2.4), saturating at the largest

@@ -100,7 +100,7 @@ func TestRecommendRoundsBytesUpToMiB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := mem.Recommendation("memory"); r.LimitBasis != "p99 192.00Mi × 1.2 = 231Mi (rounded up to a whole MiB)" {
+	if r := mem.Recommendation("memory"); r.LimitBasis != "p99 192.00Mi × 1.2 = 230.40Mi, rounded up to 231Mi" {
 		t.Errorf("memory limit basis = %q", r.LimitBasis)
 	}
 	if mem.Limit != 231*mib || mem.Recommendation("memory").Limit != "231Mi" {

@@ -7,15 +7,20 @@ import (
 	"strings"
 )
 
-// Headline says what Ballast saved, from the first to the last recorded point:
+// Headline says what Ballast saved, from the peak of the requests (the workloads as
+// their authors sized them, before Ballast applied) to the last recorded point:
 // "cpu requests 12.4 → 4.1 cores (−67 %), memory requests 12.0 → 3.1 GiB (−74 %)".
 func Headline(pts []Point) string {
 	if len(pts) == 0 {
 		return "no data recorded"
 	}
-	first, last := pts[0], pts[len(pts)-1]
-	return change("cpu requests", first.CPURequests, last.CPURequests, "cores") + ", " +
-		change("memory requests", first.MemRequests, last.MemRequests, "GiB")
+	var cpu, mem float64
+	for _, p := range pts {
+		cpu, mem = max(cpu, p.CPURequests), max(mem, p.MemRequests)
+	}
+	last := pts[len(pts)-1]
+	return change("cpu requests", cpu, last.CPURequests, "cores") + ", " +
+		change("memory requests", mem, last.MemRequests, "GiB")
 }
 
 func change(what string, from, to float64, unit string) string {

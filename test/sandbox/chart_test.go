@@ -9,7 +9,8 @@ import (
 )
 
 func TestHeadline(t *testing.T) {
-	pts := []Point{{CPURequests: 12.4, MemRequests: 12}, {CPURequests: 4.1, MemRequests: 3.1}}
+	// Before the first deployment nothing is requested: the headline starts at the peak.
+	pts := []Point{{}, {CPURequests: 12.4, MemRequests: 12}, {CPURequests: 4.1, MemRequests: 3.1}}
 	if got, want := Headline(pts), "cpu requests 12.4 → 4.1 cores (−67 %), memory requests 12.0 → 3.1 GiB (−74 %)"; got != want {
 		t.Errorf("Headline = %q, want %q", got, want)
 	}

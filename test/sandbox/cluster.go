@@ -122,7 +122,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	if err := poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
 	}
-	s.logf("sandbox ready: kubectl --kubeconfig %s get nodes", kc)
+	s.logf("sandbox ready: KUBECONFIG=%s %s get nodes", abs(kc), abs(filepath.Join(harness.BinDir(), "kubectl")))
 	return s, nil
 }
 

@@ -76,7 +76,7 @@ func TestKubectlGolden(t *testing.T) {
 			Recommendations: map[string]ballastv1.Recommendation{
 				"cpu": {Request: "225m", RequestBasis: "avg 180m × 1.25 = 225m"},
 				"memory": {Request: "192Mi", Limit: "231Mi", RequestBasis: "p75 192.00Mi × 1.0 = 192Mi",
-					LimitBasis: "p99 192.00Mi × 1.2 = 231Mi (rounded up to a whole MiB)"},
+					LimitBasis: "p99 192.00Mi × 1.2 = 230.40Mi, rounded up to 231Mi"},
 			},
 			Readiness: []ballastv1.ResourceReadiness{
 				{Resource: "cpu", Ready: true, Samples: "300/250", TimeSpan: "25h0m0s/24h0m0s", CV: "0.111/1.500"},

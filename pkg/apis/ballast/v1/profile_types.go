@@ -107,7 +107,7 @@ type Recommendation struct {
 	// RequestBasis says where request comes from ("avg 180m × 1.25 = 226m").
 	// +optional
 	RequestBasis string `json:"requestBasis,omitempty"`
-	// LimitBasis says where limit comes from ("p99 192.00Mi × 1.2 = 231Mi, rounded up to a whole MiB").
+	// LimitBasis says where limit comes from ("p99 192.00Mi × 1.2 = 230.40Mi, rounded up to 231Mi").
 	// +optional
 	LimitBasis string `json:"limitBasis,omitempty"`
 }
