@@ -67,7 +67,12 @@ func Recommend(res string, s Stats, metrics []policy.Metric) (Amounts, error) {
 // "p99 192.00Mi × 1.2 = 230.40Mi, rounded up to 231Mi".
 func basisOf(res string, s Stats, m policy.Metric, v int64) string {
 	stat, _ := s.Aggregate(m.Aggregation)
-	b := m.Aggregation + " " + FormatStat(res, stat)
+	shown := FormatStat(res, stat)
+	if res == ResourceCPU && m.Aggregation == AggregationAvg && s.Samples > 0 && stat != math.Trunc(stat) {
+		// The mean's fraction counts (SPEC §5.1): show it, so 180.9m × 1.25 = 226m adds up.
+		shown = fmt.Sprintf("%.1fm", stat)
+	}
+	b := m.Aggregation + " " + shown
 	if m.Headroom.Sign() != 0 {
 		b += " × " + m.Headroom.String()
 	}

@@ -168,3 +168,15 @@ func TestRecommendedValue(t *testing.T) {
 		})
 	}
 }
+
+func TestBasisShowsTheMeansFraction(t *testing.T) {
+	metrics := compile(t, v1.ResourcePolicySpec{Metrics: []v1.MetricSpec{
+		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "avg", Headroom: "1.25"}}}).Metrics
+	a, err := Recommend("cpu", Stats{Samples: 10, Sum: 1809, Mean: 180.9}, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Recommendation("cpu"); r.Request != "226m" || r.RequestBasis != "avg 180.9m × 1.25 = 226m" {
+		t.Errorf("recommendation = %+v, want 226m from avg 180.9m × 1.25", r)
+	}
+}

@@ -117,7 +117,7 @@ func WriteChart(path string, pts []Point) error {
 		// Scenario steps: a dashed line with its number (listed under the panels).
 		for i, p := range steps {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#bbb" stroke-dasharray="4 3"/>`, x(p.At.Seconds()), plotBottom, x(p.At.Seconds()), plotTop)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#444" font-size="11" text-anchor="middle">%d</text>`, x(p.At.Seconds()), plotTop-4-float64(i%2)*11, i+1)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#444" font-size="11" font-weight="bold">%d</text>`, x(p.At.Seconds())+3, plotTop+12+float64(i%2)*12, i+1)
 		}
 		// Usage first, then requests dashed on top, so neither hides the other.
 		lines := []struct {

@@ -134,8 +134,10 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 	pods, _ := s.AppPods(ctx, sc.NewNamespace, sc.Shop.Name)
 	rep.NewPodsSized = len(pods) > 0
 	for _, p := range pods {
+		// Sized by admission: the request is what the webhook wrote (the recommendation of
+		// that moment; it may have moved by a millicore since the report captured it).
 		got := p.Spec.Containers[0].Resources.Requests.Cpu().String()
-		if got != rep.Recommendation["cpu"].Request || p.Annotations[ballastv1.AppliedAnnotation("cpu", "request")] == "" {
+		if applied := p.Annotations[ballastv1.AppliedAnnotation("cpu", "request")]; applied == "" || got != applied {
 			rep.NewPodsSized = false
 		}
 	}
