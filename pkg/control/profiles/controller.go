@@ -94,10 +94,12 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 	if requeue == 0 || (interval > 0 && interval < requeue) {
 		requeue = interval
 	}
+	// Computed before the patch, which overwrites wp with the stored result.
+	evts := transitions(wp, next)
 	if err := c.patchStatus(ctx, wp, next); err != nil {
 		return reconcile.Result{}, err
 	}
-	c.events.Publish(transitions(wp, next)...)
+	c.events.Publish(evts...)
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 

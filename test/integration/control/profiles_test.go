@@ -120,6 +120,13 @@ func profileSuite(t *testing.T, e *env) {
 		if c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionReady); c == nil || c.Reason != ballastv1.ReasonSamplesCollected {
 			t.Errorf("Ready condition = %+v", c)
 		}
+		if c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionSufficient); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("Sufficient condition = %+v", c)
+		}
+		if wp.Status.Summary != "app: cpu 300m, mem 192Mi/231Mi" {
+			t.Errorf("summary = %q", wp.Status.Summary)
+		}
+		waitEvent(t, e, "", name, "Sufficient", "recommends app: cpu 300m, mem 192Mi/231Mi")
 	})
 
 	t.Run("a new namespace is sized at its first admission", func(t *testing.T) {
@@ -135,6 +142,7 @@ func profileSuite(t *testing.T, e *env) {
 		if p.Annotations[ballastv1.AppliedAnnotation("cpu", "request")] != "300m" {
 			t.Errorf("annotations = %v", p.Annotations)
 		}
+		waitEvent(t, e, ns, p.Name, "Sized", "sized at admission from WorkloadProfile "+name+": cpu request 300m, memory request 192Mi, memory limit 231Mi")
 	})
 
 	t.Run("an OOM kill raises the memory recommendation within one reconcile", func(t *testing.T) {
@@ -149,6 +157,7 @@ func profileSuite(t *testing.T, e *env) {
 			}
 			return nil
 		})
+		waitEvent(t, e, "", name, "OOMBump", "container app: an OOM kill raised memory to request 600Mi limit 600Mi")
 	})
 
 	t.Run("history survives deleting every pod and is reused in a new namespace", func(t *testing.T) {
@@ -160,6 +169,7 @@ func profileSuite(t *testing.T, e *env) {
 			}
 			return nil
 		})
+		waitEvent(t, e, "", name, "Orphaned", "history is kept")
 		ns := e.namespace(t, "shop-fresh")
 		p := pod("shop-api", ns, "apply", app, comp)
 		if err := e.c.Create(ctx, p); err != nil {
