@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -125,4 +126,34 @@ func TestKubectlGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "get-clusterresourcepolicy.golden", out)
+}
+
+// TestKubectlExplainDescribesEveryField: the real kubectl explain finds a description for
+// the fields people look up (recommendation request and limit, readiness, policy values).
+func TestKubectlExplainDescribesEveryField(t *testing.T) {
+	cx := ctx(t)
+	for _, path := range []string{
+		"workloadprofile.status", "workloadprofile.status.containers",
+		"workloadprofile.status.containers.recommendations", "workloadprofile.status.containers.readiness",
+		"workloadprofile.status.containers.usageStats", "clusterresourcepolicy.spec.metrics",
+		"clusterresourcepolicy.spec.readiness", "clusterresourcepolicy.spec.behaviors.thresholds.resize.resourceThresholds",
+		"resourcepolicy.spec.behaviors.resize", "clusterresourcepolicy.status",
+	} {
+		out, err := srv.Kube.Kubectl(cx, "explain", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "<no description>") {
+			t.Errorf("kubectl explain %s shows <no description>:\n%s", path, out)
+		}
+	}
+	out, err := srv.Kube.Kubectl(cx, "explain", "workloadprofile.status.containers.recommendations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"request", "limit", "whole MiB", "requestBasis"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl explain of recommendations lacks %q:\n%s", want, out)
+		}
+	}
 }
