@@ -44,6 +44,9 @@ func CheckReady(res string, s Stats, p policy.Readiness) (reason, message string
 	return "", "", true
 }
 
+// NoSamplesYet is the source error of a series that has no retained sample yet.
+const NoSamplesYet = "no samples from the source yet"
+
 // Gap measures one series against every readiness gate of SPEC §4.3 (CheckReady stops at
 // the first failing one): each field is "have/need", and Missing lists, in one line, the
 // gates still failing. A read error or a missing series is a source error.
@@ -55,7 +58,7 @@ func Gap(res string, s Stats, has bool, readErr error, p policy.Readiness) v1.Re
 		g.Missing = "source error: " + g.SourceError
 		return g
 	case !has:
-		g.SourceError = "no samples from the source yet"
+		g.SourceError = NoSamplesYet
 		g.Missing = fmt.Sprintf("samples 0/%d (no samples from the source yet)", p.MinDataPoints)
 		return g
 	}

@@ -51,7 +51,7 @@ func transitions(wp *ballastv1.WorkloadProfile, next *ballastv1.WorkloadProfileS
 	if isTrue(next.Conditions, ballastv1.ConditionOrphaned) && !isTrue(old.Conditions, ballastv1.ConditionOrphaned) {
 		ev(corev1.EventTypeNormal, EventOrphaned, "no bound pods; history is kept until the orphan TTL runs out")
 	}
-	if msg := unavailable(next); msg != "" && msg != unavailable(old) {
+	if msg := unavailable(old, next); msg != "" {
 		ev(corev1.EventTypeWarning, EventSourceUnavailable, msg)
 	}
 	for _, b := range oomBumps(old.Containers, next.Containers) {
@@ -64,22 +64,37 @@ func isTrue(conds []metav1.Condition, t string) bool {
 	return meta.IsStatusConditionTrue(conds, t)
 }
 
-// unavailable says which sources cannot deliver: the Ready condition's missing resources
-// and every series with a source error; "" when all deliver.
-func unavailable(st *ballastv1.WorkloadProfileStatus) string {
+// unavailable says which sources stopped delivering since the stored status: the Ready
+// condition turning False for missing samples after it was True, or series that cannot be
+// read (read errors not reported before). A new profile still waiting for its first samples
+// is not "unavailable"; its status says so. "" when nothing new is unavailable.
+func unavailable(old, next *ballastv1.WorkloadProfileStatus) string {
 	var parts []string
-	if c := meta.FindStatusCondition(st.Conditions, ballastv1.ConditionReady); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason == ballastv1.ReasonMissingSamples {
+	if c := meta.FindStatusCondition(next.Conditions, ballastv1.ConditionReady); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == ballastv1.ReasonMissingSamples &&
+		isTrue(old.Conditions, ballastv1.ConditionReady) {
 		parts = append(parts, c.Message)
 	}
-	for _, cp := range st.Containers {
-		for _, g := range cp.Readiness {
-			if g.SourceError != "" {
-				parts = append(parts, fmt.Sprintf("%s %s: %s", cp.Name, g.Resource, g.SourceError))
-			}
+	before := readErrors(old)
+	for _, e := range readErrors(next) {
+		if !slices.Contains(before, e) {
+			parts = append(parts, e)
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// readErrors lists "container resource: error" for every series that could not be read.
+func readErrors(st *ballastv1.WorkloadProfileStatus) []string {
+	var out []string
+	for _, cp := range st.Containers {
+		for _, g := range cp.Readiness {
+			if g.SourceError != "" && g.SourceError != recommend.NoSamplesYet {
+				out = append(out, fmt.Sprintf("%s %s: %s", cp.Name, g.Resource, g.SourceError))
+			}
+		}
+	}
+	return out
 }
 
 // oomBumps describes each memory recommendation an OOM kill raised since the stored status.

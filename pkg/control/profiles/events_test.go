@@ -31,6 +31,12 @@ func TestTransitions(t *testing.T) {
 	blind.Containers = []ballastv1.ContainerProfile{{Name: "app", Readiness: []ballastv1.ResourceReadiness{
 		{Resource: "ephemeral-storage", SourceError: "x509: certificate signed by unknown authority"}}}}
 
+	collecting := *accruing.DeepCopy()
+	collecting.Conditions = append(collecting.Conditions, cond("Ready", "True", "SamplesCollected", ""))
+	waiting := *accruing.DeepCopy()
+	waiting.Conditions = append(waiting.Conditions, cond("Ready", "False", "MissingSamples", "No samples in the latest collection cycle for: cpu"))
+	waiting.Containers = []ballastv1.ContainerProfile{{Name: "app", Readiness: []ballastv1.ResourceReadiness{
+		{Resource: "cpu", SourceError: recommend.NoSamplesYet}}}}
 	cases := map[string]struct {
 		old, next ballastv1.WorkloadProfileStatus
 		want      []string
@@ -41,9 +47,12 @@ func TestTransitions(t *testing.T) {
 		"an OOM bump":                          {old: sufficient, next: bumped, want: []string{"Warning OOMBump container app: an OOM kill raised memory to request 600Mi limit 600Mi"}},
 		"the same OOM bump again is quiet":     {old: bumped, next: bumped},
 		"orphaned":                             {old: sufficient, next: orphaned, want: []string{"Normal Orphaned no bound pods; history is kept until the orphan TTL runs out"}},
-		"a source that cannot deliver": {old: accruing, next: blind, want: []string{"Warning SourceUnavailable " +
+		"a source that cannot deliver": {old: collecting, next: blind, want: []string{"Warning SourceUnavailable " +
 			"No samples in the latest collection cycle for: ephemeral-storage; app ephemeral-storage: x509: certificate signed by unknown authority"}},
-		"still unavailable is quiet": {old: blind, next: blind},
+		"a read error on a new profile": {old: accruing, next: blind, want: []string{"Warning SourceUnavailable " +
+			"app ephemeral-storage: x509: certificate signed by unknown authority"}},
+		"still unavailable is quiet":            {old: blind, next: blind},
+		"a new profile waiting for its samples": {old: accruing, next: waiting},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
