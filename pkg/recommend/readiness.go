@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/policy"
 )
@@ -83,4 +85,47 @@ func Gap(res string, s Stats, has bool, readErr error, p policy.Readiness) v1.Re
 	g.Ready = len(missing) == 0
 	g.Missing = strings.Join(missing, ", ")
 	return g
+}
+
+// sufficientCondition says in one line whether the profile is Sufficient and, if not, what
+// each (container, resource) still lacks against its readiness targets.
+func sufficientCondition(in Input, res Result, p policy.Readiness) metav1.Condition {
+	cond := metav1.Condition{
+		Type:               v1.ConditionSufficient,
+		Status:             metav1.ConditionTrue,
+		ObservedGeneration: in.Generation,
+		LastTransitionTime: metav1.NewTime(in.Now),
+		Reason:             v1.ReasonReadinessMet,
+	}
+	if res.MeetsThreshold {
+		cond.Message = fmt.Sprintf("every container meets readiness (samples ≥ %d, span ≥ %s, cv ≤ %s)",
+			p.MinDataPoints, FormatTimeSpan(p.MinTimeSpan), FormatCV(p.MaxCV.Float64()))
+		return cond
+	}
+	cond.Status, cond.Reason = metav1.ConditionFalse, v1.ReasonAccruing
+	cond.Message = PendingSummary(res.Pending)
+	if cond.Message == "" {
+		cond.Message = "no container has retained samples yet"
+	}
+	return cond
+}
+
+// PendingSummary renders what is missing in one line, grouped by container:
+// "app: cpu samples 120/250, span 1m0s/24h0m0s; memory samples 120/250".
+func PendingSummary(pending []Pending) string {
+	var b strings.Builder
+	last := ""
+	for i, p := range pending {
+		switch {
+		case i == 0:
+			b.WriteString(p.Container + ": ")
+		case p.Container != last:
+			b.WriteString("; " + p.Container + ": ")
+		default:
+			b.WriteString("; ")
+		}
+		last = p.Container
+		b.WriteString(p.Resource + " " + p.Message)
+	}
+	return b.String()
 }
