@@ -69,6 +69,10 @@ bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./pkg/nodeagent/agent/
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 3 ./pkg/control/resize/
 
-.PHONY: demo
-demo: tools build ## run the measure → profile → apply loop locally (DEMO_FLAGS=--keep keeps it running)
+.PHONY: demo demo-check
+demo: demo-check tools build ## run the measure → profile → apply loop locally (DEMO_FLAGS=--keep keeps it running)
 	$(BIN)/ballast-demo $(DEMO_FLAGS)
+
+# demo-check fails fast, before the tool build, when the demo could not run anyway.
+demo-check:
+	hack/check-demo.sh

@@ -3,6 +3,7 @@ package recommend
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -49,13 +50,13 @@ func FormatTimeSpan(d time.Duration) string {
 }
 
 // FormatValue renders a recommendation (SPEC §2.4): cpu millicores as a DecimalSI
-// canonical string ("288m", "2"); other resources as BinarySI bytes ("192Mi", or plain
-// bytes such as "134217727" when not a round multiple).
+// canonical string ("288m", "2"); other resources rounded up to a whole MiB, as a BinarySI
+// canonical string ("162Mi", "2Gi").
 func FormatValue(res string, v int64) string {
 	if res == ResourceCPU {
 		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
 	}
-	return resource.NewQuantity(v, resource.BinarySI).String()
+	return resource.NewQuantity(RoundUpMiB(v), resource.BinarySI).String()
 }
 
 // UsageStats renders s as the status entry of one series.
@@ -93,4 +94,40 @@ func truncInt64(v float64) int64 {
 		return math.MinInt64
 	}
 	return int64(v)
+}
+
+// Summary renders the recommendations of every container compactly:
+// "app: cpu 300m, mem 192Mi/231Mi, eph 1200Mi/2160Mi" (request/limit); "-" when nothing
+// is recommended.
+func Summary(cs []v1.ContainerProfile) string {
+	short := map[string]string{ResourceCPU: "cpu", ResourceMemory: "mem", "ephemeral-storage": "eph"}
+	var parts []string
+	for _, cp := range cs {
+		var rs []string
+		for _, r := range []string{ResourceCPU, ResourceMemory, "ephemeral-storage"} {
+			rec, ok := cp.Recommendations[r]
+			if !ok {
+				continue
+			}
+			v := dash(rec.Request)
+			if rec.Limit != "" {
+				v += "/" + rec.Limit
+			}
+			rs = append(rs, short[r]+" "+v)
+		}
+		if len(rs) > 0 {
+			parts = append(parts, cp.Name+": "+strings.Join(rs, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -93,18 +93,21 @@ func TestFormatValue(t *testing.T) {
 		v    int64
 		want string
 	}{
-		"cpu 288m":                 {res: "cpu", v: 288, want: "288m"},
-		"cpu 300m":                 {res: "cpu", v: 300, want: "300m"},
-		"cpu 2000m is 2":           {res: "cpu", v: 2000, want: "2"},
-		"cpu 1000m is 1":           {res: "cpu", v: 1000, want: "1"},
-		"cpu 1001m":                {res: "cpu", v: 1001, want: "1001m"},
-		"memory 192Mi":             {res: "memory", v: 192 * mib, want: "192Mi"},
-		"memory 288Mi":             {res: "memory", v: 288 * mib, want: "288Mi"},
-		"memory not a round value": {res: "memory", v: 134217727, want: "134217727"},
-		"memory 1Gi":               {res: "memory", v: gib, want: "1Gi"},
-		"memory 1536Mi":            {res: "memory", v: 1536 * mib, want: "1536Mi"},
-		"memory zero":              {res: "memory", v: 0, want: "0"},
-		"ephemeral-storage 2160Mi": {res: "ephemeral-storage", v: 2160 * mib, want: "2160Mi"},
+		"cpu 288m":                              {res: "cpu", v: 288, want: "288m"},
+		"cpu 300m":                              {res: "cpu", v: 300, want: "300m"},
+		"cpu 2000m is 2":                        {res: "cpu", v: 2000, want: "2"},
+		"cpu 1000m is 1":                        {res: "cpu", v: 1000, want: "1"},
+		"cpu 1001m":                             {res: "cpu", v: 1001, want: "1001m"},
+		"memory 192Mi":                          {res: "memory", v: 192 * mib, want: "192Mi"},
+		"memory 288Mi":                          {res: "memory", v: 288 * mib, want: "288Mi"},
+		"memory one byte under 128Mi rounds up": {res: "memory", v: 134217727, want: "128Mi"},
+		"memory one byte over 128Mi rounds up":  {res: "memory", v: 128*mib + 1, want: "129Mi"},
+		"memory 1 byte is 1Mi":                  {res: "memory", v: 1, want: "1Mi"},
+		"memory 192Mi x 1.2 is 231Mi":           {res: "memory", v: 241591910, want: "231Mi"},
+		"memory 1Gi":                            {res: "memory", v: gib, want: "1Gi"},
+		"memory 1536Mi":                         {res: "memory", v: 1536 * mib, want: "1536Mi"},
+		"memory zero":                           {res: "memory", v: 0, want: "0"},
+		"ephemeral-storage 2160Mi":              {res: "ephemeral-storage", v: 2160 * mib, want: "2160Mi"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -130,5 +133,20 @@ func TestUsageStats(t *testing.T) {
 	cpu := UsageStats("cpu", "kubernetes-metrics", Stats{Samples: 2, P50: 230.6, Mean: 1000.2, StdDev: 0.4})
 	if cpu.P50 != "230m" || cpu.Mean != "1" || cpu.StdDev != "0" || cpu.LastUpdated != nil {
 		t.Errorf("cpu UsageStats = %+v, want p50 230m, mean 1, stdDev 0 and no lastUpdated", cpu)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	cs := []v1.ContainerProfile{
+		{Name: "app", Recommendations: map[string]v1.Recommendation{"cpu": {Request: "300m"},
+			"memory": {Request: "192Mi", Limit: "231Mi"}, "ephemeral-storage": {Limit: "2Gi"}}},
+		{Name: "idle"},
+		{Name: "sidecar", Recommendations: map[string]v1.Recommendation{"cpu": {Request: "10m"}}},
+	}
+	if got, want := Summary(cs), "app: cpu 300m, mem 192Mi/231Mi, eph -/2Gi; sidecar: cpu 10m"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	if got := Summary(nil); got != "-" {
+		t.Errorf("Summary(nil) = %q, want -", got)
 	}
 }

@@ -1,6 +1,7 @@
 package recommend
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -70,6 +71,8 @@ type Result struct {
 	MeetsThreshold bool
 	State          string
 	Ready          metav1.Condition
+	// Sufficient is the Sufficient condition: whether readiness is met and, if not, what is missing.
+	Sufficient metav1.Condition
 	// Pending lists the considered (container, resource) pairs that are not ready, sorted.
 	Pending []Pending
 	// OOMBumped names the containers whose memory recommendation an OOM bump raised.
@@ -82,7 +85,9 @@ func (r Result) ApplyTo(st *v1.WorkloadProfileStatus) {
 	st.PodUsageStats = r.PodUsageStats
 	st.MeetsThreshold = r.MeetsThreshold
 	st.State = r.State
+	st.Summary = Summary(r.Containers)
 	meta.SetStatusCondition(&st.Conditions, r.Ready)
+	meta.SetStatusCondition(&st.Conditions, r.Sufficient)
 }
 
 // Compute turns the series of one profile into its status (SPEC §4.2–§4.5, §5.1). It
@@ -146,8 +151,14 @@ func Compute(in Input) Result {
 		res.State = v1.StateSufficient
 	}
 	res.Ready = readyCondition(in, policyResources, interval)
+	res.Sufficient = sufficientCondition(in, res, params)
 	return res
 }
+
+// BasisOOM starts the basis of a memory value an OOM kill raised.
+const BasisOOM = "raised by an OOM kill"
+
+var errUnreadable = errors.New("series unreadable")
 
 // emptyPolicy is what a nil Input.Policy computes as: no metrics, resolve-time defaults.
 var emptyPolicy = func() *policy.Compiled {
@@ -178,8 +189,21 @@ func (c computer) container(ci ContainerInput, prev v1.ContainerProfile, hasPrev
 	}
 	recs := map[string]v1.Recommendation{}
 	for _, r := range c.resources {
+		s, has := stats[r]
+		var readErr error
+		if hasKey(ci.ReadErrors, r) {
+			readErr = ci.ReadErrors[r]
+			if readErr == nil {
+				readErr = errUnreadable
+			}
+		}
+		gap := Gap(r, s, has, readErr, c.params)
+		cp.Readiness = append(cp.Readiness, gap)
 		a, p, b := c.recommend(ci, r, stats)
 		if p != nil {
+			if gap.Missing != "" {
+				p.Message = gap.Missing
+			}
 			pending = append(pending, *p)
 			continue
 		}
@@ -274,8 +298,17 @@ func (c computer) recommend(ci ContainerInput, r string, stats map[string]Stats)
 			ooms = append(ooms, e)
 		}
 	}
-	a, _, bumped = ApplyOOMBump(a, ooms, c.in.Now, c.retention)
-	return a, nil, bumped
+	a, bump, bumped := ApplyOOMBump(a, ooms, c.in.Now, c.retention)
+	if bumped {
+		basis := fmt.Sprintf("%s to max(peak × 1.2, peak + 100Mi) = %s", BasisOOM, FormatValue(r, bump))
+		if a.HasRequest && a.Request == bump {
+			a.RequestBasis = basis
+		}
+		if a.HasLimit && a.Limit == bump {
+			a.LimitBasis = basis
+		}
+	}
+	return a.roundUp(), nil, bumped
 }
 
 func hasKey[V any](m map[string]V, k string) bool {

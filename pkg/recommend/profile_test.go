@@ -1,6 +1,7 @@
 package recommend
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -77,13 +78,27 @@ func TestComputeWorkedExampleStatus(t *testing.T) {
 					P75: "192.00Mi", P90: "200.00Mi", P95: "200.00Mi", P99: "240.00Mi", Max: "250.00Mi",
 					Mean: "194.90Mi", StdDev: "7.94Mi", CV: "0.041"}),
 			},
-			Recommendations: workedRecs,
+			Recommendations: map[string]v1.Recommendation{
+				"cpu": {Request: "300m", RequestBasis: "avg 240m × 1.25 = 300m"},
+				"ephemeral-storage": {Request: "1200Mi", Limit: "2160Mi",
+					RequestBasis: "p90 1.17Gi × 1.0 = 1200Mi", LimitBasis: "p99 1.76Gi × 1.2 = 2160Mi"},
+				"memory": {Request: "192Mi", Limit: "288Mi",
+					RequestBasis: "p75 192.00Mi × 1.0 = 192Mi", LimitBasis: "p99 240.00Mi × 1.2 = 288Mi"},
+			},
+			Readiness: []v1.ResourceReadiness{
+				{Resource: "cpu", Ready: true, Samples: "300/250", TimeSpan: "24h0m0s/24h0m0s", CV: "0.167/1.500"},
+				{Resource: "ephemeral-storage", Ready: true, Samples: "300/250", TimeSpan: "24h0m0s/24h0m0s", CV: "0.101/1.500"},
+				{Resource: "memory", Ready: true, Samples: "300/250", TimeSpan: "24h0m0s/24h0m0s", CV: "0.041/1.500"},
+			},
 		}},
 		MeetsThreshold: true,
 		State:          v1.StateSufficient,
 		Ready: metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: 3,
 			LastTransitionTime: metav1.Time{Time: now}, Reason: "SamplesCollected",
 			Message: "All policy resources produced samples in the latest collection cycle"},
+		Sufficient: metav1.Condition{Type: "Sufficient", Status: metav1.ConditionTrue, ObservedGeneration: 3,
+			LastTransitionTime: metav1.Time{Time: now}, Reason: "ReadinessMet",
+			Message: "every container meets readiness (samples ≥ 250, span ≥ 24h0m0s, cv ≤ 1.500)"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Compute (-want +got):\n%s", diff)
@@ -91,7 +106,7 @@ func TestComputeWorkedExampleStatus(t *testing.T) {
 
 	var st v1.WorkloadProfileStatus
 	got.ApplyTo(&st)
-	if st.State != v1.StateSufficient || !st.MeetsThreshold || len(st.Containers) != 1 || len(st.Conditions) != 1 {
+	if st.State != v1.StateSufficient || !st.MeetsThreshold || len(st.Containers) != 1 || len(st.Conditions) != 2 {
 		t.Errorf("ApplyTo wrote %+v", st)
 	}
 }
@@ -121,7 +136,12 @@ func summarize(r Result) outcome {
 			if o.Recs == nil {
 				o.Recs = map[string]map[string]v1.Recommendation{}
 			}
-			o.Recs[c.Name] = c.Recommendations
+			// Bases are checked by TestComputeExplains.
+			recs := map[string]v1.Recommendation{}
+			for r, rec := range c.Recommendations {
+				recs[r] = v1.Recommendation{Request: rec.Request, Limit: rec.Limit}
+			}
+			o.Recs[c.Name] = recs
 		}
 		for _, u := range c.UsageStats {
 			if o.Stats == nil {
@@ -323,5 +343,38 @@ func TestCompute(t *testing.T) {
 				t.Errorf("Compute (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestComputeExplainsWhatIsMissing(t *testing.T) {
+	now := t0.Add(48 * time.Hour)
+	short := ContainerInput{Name: "app", Series: map[string]Distribution{
+		"cpu":    fakeSeries(120, now, time.Hour, constant(180)),
+		"memory": fakeSeries(300, now, 24*time.Hour, constant(50*mib)),
+	}, ReadErrors: map[string]error{"ephemeral-storage": errors.New("kubelet: x509: certificate signed by unknown authority")}}
+	got := Compute(presetInput(short))
+	if got.State != v1.StateAccruing {
+		t.Fatalf("state = %s, want Accruing", got.State)
+	}
+	gaps := got.Containers[0].Readiness
+	want := []v1.ResourceReadiness{
+		{Resource: "cpu", Samples: "120/250", TimeSpan: "1h0m0s/24h0m0s", CV: "0.000/1.500",
+			Missing: "samples 120/250, span 1h0m0s/24h0m0s"},
+		{Resource: "ephemeral-storage",
+			SourceError: "kubelet: x509: certificate signed by unknown authority",
+			Missing:     "source error: kubelet: x509: certificate signed by unknown authority"},
+		{Resource: "memory", Ready: true, Samples: "300/250", TimeSpan: "24h0m0s/24h0m0s",
+			CV: "0.000/1.500"},
+	}
+	if diff := cmp.Diff(want, gaps); diff != "" {
+		t.Errorf("readiness (-want +got):\n%s", diff)
+	}
+	wantMsg := "app: cpu samples 120/250, span 1h0m0s/24h0m0s; ephemeral-storage source error: " +
+		"kubelet: x509: certificate signed by unknown authority"
+	if got.Sufficient.Status != metav1.ConditionFalse || got.Sufficient.Reason != v1.ReasonAccruing || got.Sufficient.Message != wantMsg {
+		t.Errorf("Sufficient = %s %s %q, want False Accruing %q", got.Sufficient.Status, got.Sufficient.Reason, got.Sufficient.Message, wantMsg)
+	}
+	if m := got.Containers[0].Recommendations["memory"]; m.Request == "" || m.RequestBasis == "" {
+		t.Errorf("the ready memory series has no explained recommendation: %+v", m)
 	}
 }

@@ -17,16 +17,18 @@ type Amounts struct {
 	Limit      int64
 	HasRequest bool
 	HasLimit   bool
+	// RequestBasis and LimitBasis say where each value comes from ("avg 180m × 1.25 = 225m").
+	RequestBasis, LimitBasis string
 }
 
 // Recommendation renders a as the status entry of resource res (SPEC §2.4).
 func (a Amounts) Recommendation(res string) v1.Recommendation {
 	var r v1.Recommendation
 	if a.HasRequest {
-		r.Request = FormatValue(res, a.Request)
+		r.Request, r.RequestBasis = FormatValue(res, a.Request), a.RequestBasis
 	}
 	if a.HasLimit {
-		r.Limit = FormatValue(res, a.Limit)
+		r.Limit, r.LimitBasis = FormatValue(res, a.Limit), a.LimitBasis
 	}
 	return r
 }
@@ -36,7 +38,8 @@ func (a Amounts) IsZero() bool { return !a.HasRequest && !a.HasLimit }
 
 // Recommend computes the recommendation of resource res from the statistics of a ready
 // series (SPEC §5.1): every metric naming res sets its field; when two target the same
-// field, the later one wins. The result is zero when no metric names res.
+// field, the later one wins. The result is zero when no metric names res. Byte resources
+// are rounded up to a whole MiB (SPEC §2.4), which only ever adds < 1 MiB of headroom.
 func Recommend(res string, s Stats, metrics []policy.Metric) (Amounts, error) {
 	var a Amounts
 	for _, m := range metrics {
@@ -47,13 +50,55 @@ func Recommend(res string, s Stats, metrics []policy.Metric) (Amounts, error) {
 		if err != nil {
 			return Amounts{}, fmt.Errorf("%s %s from %s: %w", res, m.Field, m.Aggregation, err)
 		}
+		basis := basisOf(res, s, m, v)
+		if res != ResourceCPU {
+			v = RoundUpMiB(v)
+		}
 		if m.Field == FieldLimit {
-			a.Limit, a.HasLimit = v, true
+			a.Limit, a.HasLimit, a.LimitBasis = v, true, basis
 		} else {
-			a.Request, a.HasRequest = v, true
+			a.Request, a.HasRequest, a.RequestBasis = v, true, basis
 		}
 	}
 	return a, nil
+}
+
+// basisOf explains v, the exact value of metric m: "avg 180m × 1.25 = 225m",
+// "p99 192.00Mi × 1.2 = 230.40Mi, rounded up to 231Mi".
+func basisOf(res string, s Stats, m policy.Metric, v int64) string {
+	stat, _ := s.Aggregate(m.Aggregation)
+	shown := FormatStat(res, stat)
+	if res == ResourceCPU && m.Aggregation == AggregationAvg && s.Samples > 0 && stat != math.Trunc(stat) {
+		// The mean's fraction counts (SPEC §5.1): show it, so 180.9m × 1.25 = 226m adds up.
+		shown = fmt.Sprintf("%.1fm", stat)
+	}
+	b := m.Aggregation + " " + shown
+	if m.Headroom.Sign() != 0 {
+		b += " × " + m.Headroom.String()
+	}
+	if res != ResourceCPU && RoundUpMiB(v) != v {
+		return b + " = " + FormatStat(res, float64(v)) + ", rounded up to " + FormatValue(res, v)
+	}
+	return b + " = " + FormatValue(res, v)
+}
+
+// RoundUpMiB rounds a byte count up to a whole MiB (SPEC §2.4), saturating at the largest
+// whole MiB an int64 holds; v ≤ 0 is returned unchanged.
+func RoundUpMiB(v int64) int64 {
+	const maxMiB = math.MaxInt64 &^ (mib - 1)
+	switch {
+	case v <= 0:
+		return v
+	case v > maxMiB:
+		return maxMiB
+	}
+	return (v + mib - 1) &^ (mib - 1)
+}
+
+// roundUp rounds the byte fields of a up to whole MiB.
+func (a Amounts) roundUp() Amounts {
+	a.Request, a.Limit = RoundUpMiB(a.Request), RoundUpMiB(a.Limit)
+	return a
 }
 
 var errNotFinite = errors.New("statistic is not a finite number")

@@ -50,9 +50,11 @@ func TestRecommendWorkedExample(t *testing.T) {
 	metrics := compile(t, v1.ResourcePolicySpec{Metrics: presetMetrics()}).Metrics
 	series := workedSeries(t0, t0.Add(24*time.Hour))
 	want := map[string]v1.Recommendation{
-		"cpu":               {Request: "300m"},
-		"memory":            {Request: "192Mi", Limit: "288Mi"},
-		"ephemeral-storage": {Request: "1200Mi", Limit: "2160Mi"},
+		"cpu": {Request: "300m", RequestBasis: "avg 240m × 1.25 = 300m"},
+		"memory": {Request: "192Mi", Limit: "288Mi",
+			RequestBasis: "p75 192.00Mi × 1.0 = 192Mi", LimitBasis: "p99 240.00Mi × 1.2 = 288Mi"},
+		"ephemeral-storage": {Request: "1200Mi", Limit: "2160Mi",
+			RequestBasis: "p90 1.17Gi × 1.0 = 1200Mi", LimitBasis: "p99 1.76Gi × 1.2 = 2160Mi"},
 	}
 	got := map[string]v1.Recommendation{}
 	for res, d := range series {
@@ -74,16 +76,50 @@ func TestRecommendLaterEntryWins(t *testing.T) {
 		{Resource: "memory", Field: "request", Source: "s", Aggregation: "p99"},
 		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "avg"},
 	}}).Metrics
-	got, err := Recommend("memory", Stats{Samples: 4, P50: 100, P99: 300, Max: 400}, metrics)
+	got, err := Recommend("memory", Stats{Samples: 4, P50: 100 * mib, P99: 300 * mib, Max: 400 * mib}, metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Amounts{Request: 300, Limit: 400, HasRequest: true, HasLimit: true}); got != want {
+	if want := (Amounts{Request: 300 * mib, Limit: 400 * mib, HasRequest: true, HasLimit: true,
+		RequestBasis: "p99 300.00Mi × 1.0 = 300Mi", LimitBasis: "max 400.00Mi × 1.0 = 400Mi"}); got != want {
 		t.Errorf("Recommend = %+v, want %+v", got, want)
 	}
 	none, _ := Recommend("ephemeral-storage", Stats{Samples: 4, P50: 1}, metrics)
 	if !none.IsZero() {
 		t.Errorf("Recommend for a resource no metric names = %+v, want zero", none)
+	}
+}
+
+func TestRecommendRoundsBytesUpToMiB(t *testing.T) {
+	metrics := compile(t, v1.ResourcePolicySpec{Metrics: []v1.MetricSpec{
+		{Resource: "memory", Field: "limit", Source: "s", Aggregation: "p99", Headroom: "1.2"},
+		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "p99", Headroom: "1.2"},
+	}}).Metrics
+	// 192Mi × 1.2 = 241591910.4 bytes ⇒ 241591910 ⇒ rounded up to 231Mi.
+	mem, err := Recommend("memory", Stats{Samples: 4, P99: 192 * mib}, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := mem.Recommendation("memory"); r.LimitBasis != "p99 192.00Mi × 1.2 = 230.40Mi, rounded up to 231Mi" {
+		t.Errorf("memory limit basis = %q", r.LimitBasis)
+	}
+	if mem.Limit != 231*mib || mem.Recommendation("memory").Limit != "231Mi" {
+		t.Errorf("memory limit = %d (%s), want 231Mi", mem.Limit, mem.Recommendation("memory").Limit)
+	}
+	// cpu stays in millicores: 191m × 1.2 = 229.2m ⇒ 229m.
+	cpu, _ := Recommend("cpu", Stats{Samples: 4, P99: 191}, metrics)
+	if cpu.Request != 229 {
+		t.Errorf("cpu request = %dm, want 229m", cpu.Request)
+	}
+}
+
+func TestRoundUpMiB(t *testing.T) {
+	cases := map[int64]int64{0: 0, -3: -3, 1: mib, mib: mib, mib + 1: 2 * mib, 241591910: 231 * mib,
+		math.MaxInt64: math.MaxInt64 &^ (mib - 1)}
+	for in, want := range cases {
+		if got := RoundUpMiB(in); got != want || (in > 0 && got < in && in <= math.MaxInt64&^(mib-1)) {
+			t.Errorf("RoundUpMiB(%d) = %d, want %d", in, got, want)
+		}
 	}
 }
 
@@ -130,5 +166,17 @@ func TestRecommendedValue(t *testing.T) {
 				t.Errorf("RecommendedValue = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestBasisShowsTheMeansFraction(t *testing.T) {
+	metrics := compile(t, v1.ResourcePolicySpec{Metrics: []v1.MetricSpec{
+		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "avg", Headroom: "1.25"}}}).Metrics
+	a, err := Recommend("cpu", Stats{Samples: 10, Sum: 1809, Mean: 180.9}, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Recommendation("cpu"); r.Request != "226m" || r.RequestBasis != "avg 180.9m × 1.25 = 226m" {
+		t.Errorf("recommendation = %+v, want 226m from avg 180.9m × 1.25", r)
 	}
 }

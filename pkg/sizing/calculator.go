@@ -259,6 +259,9 @@ func (c *calculator) move(f *FieldPlan, cur *resource.Quantity, res corev1.Resou
 	case Stepped:
 		t, moved := step(int64(f.Current), int64(target), c.threshold(res, field), c.maxChange)
 		if moved {
+			if res != corev1.ResourceCPU {
+				t = stepMiB(int64(f.Current), t, int64(target))
+			}
 			f.Target = Units(t)
 		}
 	default:

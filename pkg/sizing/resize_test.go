@@ -223,3 +223,19 @@ func TestStep(t *testing.T) {
 		})
 	}
 }
+
+func TestStepMiB(t *testing.T) {
+	const mi = 1 << 20
+	cases := []struct{ cur, t, rec, want int64 }{
+		{256 * mi, 178 * mi, 100 * mi, 178 * mi},       // already whole
+		{256 * mi, 178*mi + 1, 100 * mi, 179 * mi},     // down: rounded up, still below cur
+		{100 * mi, 150*mi + 512, 201 * mi, 151 * mi},   // up: rounded up
+		{100 * mi, 200*mi + 7, 200*mi + 9, 200*mi + 9}, // up: never past rec
+		{100*mi + 3, 100*mi + 1, 50 * mi, 100*mi + 1},  // down: rounding would reach cur, kept
+	}
+	for _, c := range cases {
+		if got := stepMiB(c.cur, c.t, c.rec); got != c.want {
+			t.Errorf("stepMiB(%d, %d, %d) = %d, want %d", c.cur, c.t, c.rec, got, c.want)
+		}
+	}
+}

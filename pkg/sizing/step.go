@@ -71,3 +71,27 @@ func absDiff(a, b int64) *big.Int {
 	d := new(big.Int).Sub(big.NewInt(a), big.NewInt(b))
 	return d.Abs(d)
 }
+
+const mib = 1 << 20
+
+// stepMiB rounds a byte step target t (between cur and rec) up to a whole MiB (SPEC §2.4:
+// people read sizes), never past rec and never back onto or beyond cur, where t itself is kept.
+func stepMiB(cur, t, rec int64) int64 {
+	if t <= 0 || t > (1<<62) {
+		return t
+	}
+	r := (t + mib - 1) &^ (mib - 1)
+	switch {
+	case rec > cur:
+		r = min(r, rec)
+		if r <= cur {
+			return t
+		}
+	default:
+		r = max(r, rec)
+		if r >= cur {
+			return t
+		}
+	}
+	return r
+}

@@ -122,7 +122,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	if err := poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
 	}
-	s.logf("sandbox ready: kubectl --kubeconfig %s get nodes", kc)
+	s.logf("sandbox ready: KUBECONFIG=%s %s get nodes", abs(kc), abs(filepath.Join(harness.BinDir(), "kubectl")))
 	return s, nil
 }
 
@@ -174,7 +174,10 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 			"--secure-port=" + strconv.Itoa(p2), "--controllers=*,-serviceaccount-token,-serviceaccount",
 			"--use-service-account-credentials=false", "--node-monitor-grace-period=40s"}},
 		{"kwok", kwok, []string{"--kubeconfig", kc, "--manage-all-nodes=false", "--manage-nodes-with-label-selector=type=kwok",
-			"--config", stages, "--server-address=127.0.0.1:" + strconv.Itoa(p3), "--node-ip=127.0.0.1"}},
+			"--config", stages, "--server-address=127.0.0.1:" + strconv.Itoa(p3), "--node-ip=127.0.0.1",
+			// Node leases keep the simulated nodes Ready: without them the controller-manager's
+			// grace period runs out and every node flaps NotReady.
+			"--node-lease-duration-seconds=" + strconv.Itoa(nodeLeaseSeconds)}},
 	} {
 		p, err := startProc(s.Opts.Dir, c.name, c.bin, c.args...)
 		if err != nil {
@@ -184,6 +187,10 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 	}
 	return nil
 }
+
+// nodeLeaseSeconds is the kwok node lease duration; kwok renews at a quarter of it, well
+// inside the controller-manager's 40 s grace period.
+const nodeLeaseSeconds = 40
 
 // kwokStages writes kwok's stock stages with one addition: running containers get a
 // containerd:// container ID (derived from the pod UID and container name), which the node

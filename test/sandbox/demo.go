@@ -27,9 +27,17 @@ func NewDemoOptions() *DemoOptions {
 
 // AddFlags registers the demo's flags.
 func (o *DemoOptions) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.Dir, "dir", o.Dir, "sandbox folder (logs, kubeconfig, chart); emptied at start")
+	fs.StringVar(&o.Dir, "dir", o.Dir, "sandbox folder (logs, kubeconfig, chart): a new or empty folder, or one an earlier demo created (emptied at start)")
 	fs.BoolVar(&o.Keep, "keep", o.Keep, "keep the sandbox running after the scenario, until Ctrl-C")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, "simulated nodes")
+}
+
+// abs is p made absolute (p itself when that fails), so printed commands work from any folder.
+func abs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // DemoScenario is the scenario `make demo` plays.
@@ -49,7 +57,7 @@ var DemoReadiness = ballastv1.Readiness{MinDataPoints: 60, MinTimeSpan: "1m", Ma
 
 // RunDemo starts a sandbox, plays the demo scenario, prints the table and writes the chart.
 func RunDemo(ctx context.Context, o *DemoOptions, w io.Writer) error {
-	if err := os.RemoveAll(o.Dir); err != nil {
+	if err := PrepareDir(o.Dir); err != nil {
 		return err
 	}
 	bin := harness.BinDir()
@@ -80,10 +88,11 @@ func RunDemo(ctx context.Context, o *DemoOptions, w io.Writer) error {
 	fmt.Fprintf(w, "OOM reaction: %s memory limit recommendation %s → %s.\n", rep.OOMProfile, rep.OOMLimitBefore, rep.OOMLimitAfter)
 	fmt.Fprintf(w, "In-place resize (kubelet side simulated): %s cpu request %s → %s, memory limit %s → %s, %s, same pod: %v.\n",
 		rep.Resize.Pod, rep.Resize.CPUBefore, rep.Resize.CPUAfter, rep.Resize.MemLimBefore, rep.Resize.MemLimAf, rep.Resize.State, rep.Resize.SamePod)
+	fmt.Fprintf(w, "Saved: %s.\n", Headline(rec.Points()))
 	fmt.Fprintf(w, "Chart: %s\nLogs:  %s\n", chart, s.Logs())
 	if o.Keep {
-		fmt.Fprintf(w, "\nSandbox kept running: kubectl --kubeconfig %s get workloadprofiles  (Ctrl-C to stop)\n",
-			filepath.Join(o.Dir, "kubeconfig"))
+		fmt.Fprintf(w, "\nSandbox kept running (Ctrl-C to stop); in another shell:\n  KUBECONFIG=%s %s get workloadprofiles\n",
+			abs(filepath.Join(o.Dir, "kubeconfig")), abs(filepath.Join(bin, "kubectl")))
 		<-ctx.Done()
 	}
 	return nil

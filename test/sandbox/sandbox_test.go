@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/test/harness"
 )
@@ -39,6 +42,28 @@ func TestSandboxDrivesCgroups(t *testing.T) {
 	}
 	if err := poll(ctx, 90*time.Second, "rollout", func() error { return s.Rolled(ctx, "team-a", "shop") }); err != nil {
 		t.Fatalf("%v (logs in %s)", err, s.Logs())
+	}
+	// kwok keeps a node lease, renewed, so the controller-manager never marks nodes NotReady.
+	node := s.Nodes[0].Name
+	var first time.Time
+	err = poll(ctx, 60*time.Second, "node lease renewed", func() error {
+		l := &coordinationv1.Lease{}
+		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: "kube-node-lease", Name: node}, l); err != nil {
+			return err
+		}
+		if l.Spec.RenewTime == nil {
+			return fmt.Errorf("lease of %s has no renewTime", node)
+		}
+		if first.IsZero() {
+			first = l.Spec.RenewTime.Time
+		}
+		if !l.Spec.RenewTime.After(first) {
+			return fmt.Errorf("lease of %s not renewed since %s", node, first)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("%v (logs in %s)", err, s.Logs())
 	}
 	pods, _ := s.AppPods(ctx, "team-a", "shop")
 	// The simulated kubelet reports the spec as allocated and actual, so pods/resize works.

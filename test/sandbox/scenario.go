@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -101,7 +102,7 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 		}
 		samples, span := profileSamples(wp)
 		if time.Since(lastSay) > 5*time.Second {
-			say("profile %s: %s, %d pods from %d workloads, %d cpu samples over %s", wp.Name, state(wp), wp.Status.ActivePods, wp.Status.ActiveWorkloads, samples, span)
+			say("profile %s: %s, %d pods from %d workloads, %d cpu samples over %s; %s", wp.Name, state(wp), wp.Status.ActivePods, wp.Status.ActiveWorkloads, samples, span, sufficiency(wp))
 			lastSay = time.Now()
 		}
 		if wp.Status.State != ballastv1.StateSufficient {
@@ -149,8 +150,10 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 	pods, _ := s.AppPods(ctx, sc.NewNamespace, sc.Shop.Name)
 	rep.NewPodsSized = len(pods) > 0
 	for _, p := range pods {
+		// Sized by admission: the request is what the webhook wrote (the recommendation of
+		// that moment; it may have moved by a millicore since the report captured it).
 		got := p.Spec.Containers[0].Resources.Requests.Cpu().String()
-		if got != rep.Recommendation["cpu"].Request || p.Annotations[ballastv1.AppliedAnnotation("cpu", "request")] == "" {
+		if applied := p.Annotations[ballastv1.AppliedAnnotation("cpu", "request")]; applied == "" || got != applied {
 			rep.NewPodsSized = false
 		}
 	}
@@ -304,13 +307,27 @@ func state(wp *ballastv1.WorkloadProfile) string {
 	return wp.Status.State
 }
 
+// sufficiency is the Sufficient condition's one-line message: what is still missing.
+func sufficiency(wp *ballastv1.WorkloadProfile) string {
+	if c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionSufficient); c != nil {
+		return c.Message
+	}
+	return "not computed yet"
+}
+
 func recString(r map[string]ballastv1.Recommendation) string {
 	var parts []string
 	for _, res := range []string{"cpu", "memory", "ephemeral-storage"} {
 		if v, ok := r[res]; ok {
 			s := res + " request " + v.Request
+			if v.RequestBasis != "" {
+				s += " (" + v.RequestBasis + ")"
+			}
 			if v.Limit != "" {
 				s += " limit " + v.Limit
+				if v.LimitBasis != "" {
+					s += " (" + v.LimitBasis + ")"
+				}
 			}
 			parts = append(parts, s)
 		}

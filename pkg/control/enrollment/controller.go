@@ -21,6 +21,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 )
 
@@ -33,6 +34,10 @@ type Controller struct {
 	resolver *resolve.Resolver
 	metrics  *Metrics
 	log      logr.Logger // the watcher component's logger (SPEC §11.4)
+	// events records Sized on pods, limited per profile by sizedLimit.
+	events     *events.Recorder
+	sizedLimit *events.Limiter
+	sizedPods  sizedLog
 }
 
 // requeueSuppressed is how soon a stamp suppressed by the kill switch is retried (release
@@ -52,6 +57,7 @@ func (c *Controller) Gone(ctx context.Context, key types.NamespacedName) (reconc
 	pod := &corev1.Pod{}
 	if err := c.live.Get(ctx, key, pod); err != nil {
 		if apierrors.IsNotFound(err) {
+			c.sizedPods.forget(key)
 			c.metrics.PodsProcessed.WithLabelValues(EventDeleted, key.Namespace, "").Inc()
 			return reconcile.Result{}, nil
 		}
@@ -82,7 +88,11 @@ func (c *Controller) Reconcile(ctx context.Context, pod *corev1.Pod) (reconcile.
 	if requeue, err := c.ensureProfile(ctx, b); err != nil || requeue > 0 {
 		return reconcile.Result{RequeueAfter: requeue}, err
 	}
-	return c.stamp(ctx, log, pod, b, snap)
+	res, err := c.stamp(ctx, log, pod, b, snap)
+	if err == nil {
+		c.sized(pod, b.ProfileName)
+	}
+	return res, err
 }
 
 // ensureProfile creates the profile or brings its identity fields up to date. A positive

@@ -8,8 +8,6 @@ package policies
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -92,10 +90,15 @@ func (c *Controller) Reconcile(ctx context.Context, obj client.Object) (reconcil
 	log := c.log.WithValues("policy", ballastv1.PolicyRefValue(key.Namespace, key.Name), "generation", obj.GetGeneration())
 	before := status.DeepCopy()
 	status.ProfileDiscriminator = identity.Discriminator(c.kind, key.Namespace, key.Name)
+	status.Priority = spec.Priority
 	cond := metav1.Condition{Type: ballastv1.ConditionValid, Status: metav1.ConditionTrue,
 		Reason: ballastv1.ReasonValid, Message: "policy is valid", ObservedGeneration: obj.GetGeneration(),
 		LastTransitionTime: metav1.NewTime(c.clock.Now())}
-	if ok, reason, msg := policy.Validate(*spec); !ok {
+	known, err := c.knownSources(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if ok, reason, msg := policy.ValidateWithSources(*spec, known); !ok {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, msg
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
@@ -108,9 +111,6 @@ func (c *Controller) Reconcile(ctx context.Context, obj client.Object) (reconcil
 	} else {
 		c.setInvalid(key, "")
 		c.problems.changed(key, problemInvalid, "")
-	}
-	if err := c.checkSources(ctx, log, obj, spec); err != nil {
-		return reconcile.Result{}, err
 	}
 	c.checkTimeSpan(log, obj, spec, cond.Status == metav1.ConditionTrue)
 	log.V(1).Info("policy checked", "valid", cond.Status, "resourceVersion", obj.GetResourceVersion())
@@ -126,34 +126,19 @@ func (c *Controller) Reconcile(ctx context.Context, obj client.Object) (reconcil
 	return reconcile.Result{}, nil
 }
 
-// checkSources warns once per change when metrics name MetricsSources that do not exist
-// or have a type Ballast does not know: those metrics fall back to the default cadence.
-func (c *Controller) checkSources(ctx context.Context, log logr.Logger, obj client.Object, spec *ballastv1.ResourcePolicySpec) error {
+// knownSources lists the names of the MetricsSources of a known type. A policy naming any
+// other source is Valid=False (UnknownMetricsSource) and resolves no pods: it would move
+// them to new, empty profiles that can never fill (SPEC §3.3).
+func (c *Controller) knownSources(ctx context.Context) (map[string]bool, error) {
 	list := &ballastv1.MetricsSourceList{}
 	if err := c.client.List(ctx, list); err != nil {
-		return fmt.Errorf("listing MetricsSources: %w", err)
+		return nil, fmt.Errorf("listing MetricsSources: %w", err)
 	}
-	known := map[string]bool{}
+	types := make(map[string]string, len(list.Items))
 	for _, s := range list.Items {
-		known[s.Name] = policy.KnownSourceType(s.Spec.Type)
+		types[s.Name] = s.Spec.Type
 	}
-	var unknown []string
-	for _, m := range spec.Metrics {
-		if m.Source != "" && !known[m.Source] && !slices.Contains(unknown, m.Source) {
-			unknown = append(unknown, m.Source)
-		}
-	}
-	sort.Strings(unknown)
-	detail := fmt.Sprint(unknown)
-	if len(unknown) == 0 {
-		detail = ""
-	}
-	if c.problems.changed(client.ObjectKeyFromObject(obj), problemUnknownSource, detail) {
-		logging.Warn(log, "policy names unknown MetricsSources: their metrics fall back to the default sampling interval",
-			"sources", unknown)
-		c.events.Publish(unknownSourceEvent(obj, unknown))
-	}
-	return nil
+	return policy.KnownSources(types), nil
 }
 
 // checkTimeSpan warns once per change when a valid policy's minTimeSpan is longer than the

@@ -22,6 +22,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/logging"
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
 // fixture runs the ClusterResourcePolicy controller over controller-runtime's fake client
@@ -161,31 +162,35 @@ func TestInvalidPolicyOncePerChange(t *testing.T) {
 	}
 }
 
-func TestUnknownSourceWarnsOncePerChange(t *testing.T) {
+func TestUnknownSourceIsInvalid(t *testing.T) {
 	f := newFixture(t, metricsSource("km"), crp("p", ballastv1.ResourcePolicySpec{Metrics: cpu("nosuch")}))
 	f.reconcile(t, "p")
 	p := f.reconcile(t, "p")
-	if c := meta.FindStatusCondition(p.Status.Conditions, ballastv1.ConditionValid); c == nil || c.Status != metav1.ConditionTrue {
-		t.Errorf("an unknown source made the policy invalid: %+v", c)
+	c := meta.FindStatusCondition(p.Status.Conditions, ballastv1.ConditionValid)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != policy.ReasonUnknownMetricsSource ||
+		!strings.Contains(c.Message, "nosuch") {
+		t.Errorf("Valid = %+v, want False %s naming nosuch", c, policy.ReasonUnknownMetricsSource)
 	}
-	got := lines(t, f.logs, "unknown MetricsSources")
-	if len(got) != 1 || got[0]["level"] != "warn" || got[0]["policy"] != "p" {
-		t.Fatalf("lines = %v, want one warn", got)
+	got := lines(t, f.logs, "invalid policy")
+	if len(got) != 1 || got[0]["reason"] != policy.ReasonUnknownMetricsSource || got[0]["policy"] != "p" {
+		t.Fatalf("lines = %v, want one error line", got)
 	}
-	if srcs, _ := got[0]["sources"].([]any); len(srcs) != 1 || srcs[0] != "nosuch" {
-		t.Errorf("sources = %v", got[0]["sources"])
+	if len(f.events.Events) != 1 || !strings.Contains(<-f.events.Events, "Warning "+ReasonPolicyInvalid) {
+		t.Errorf("want one %s event", ReasonPolicyInvalid)
 	}
-	// The source appears: nothing more; it disappears again: warned again.
+	// The source appears: valid; it disappears again: invalid and reported again.
 	if err := f.c.Create(context.Background(), metricsSource("nosuch")); err != nil {
 		t.Fatal(err)
 	}
-	f.reconcile(t, "p")
+	if p := f.reconcile(t, "p"); !meta.IsStatusConditionTrue(p.Status.Conditions, ballastv1.ConditionValid) {
+		t.Errorf("still invalid once the source exists: %+v", p.Status.Conditions)
+	}
 	if err := f.c.Delete(context.Background(), metricsSource("nosuch")); err != nil {
 		t.Fatal(err)
 	}
 	f.reconcile(t, "p")
-	if got := lines(t, f.logs, "unknown MetricsSources"); len(got) != 2 {
-		t.Errorf("%d warn lines, want 2", len(got))
+	if got := lines(t, f.logs, "invalid policy"); len(got) != 2 {
+		t.Errorf("%d error lines, want 2", len(got))
 	}
 }
 

@@ -2,7 +2,6 @@ package policies
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,8 +14,6 @@ import (
 const (
 	// ReasonPolicyInvalid: the policy failed validation and is skipped until fixed.
 	ReasonPolicyInvalid = "PolicyInvalid"
-	// ReasonUnknownMetricsSource: metrics[].source names no usable MetricsSource.
-	ReasonUnknownMetricsSource = "UnknownMetricsSource"
 	// ReasonNeverReady: readiness.minTimeSpan exceeds the retention window.
 	ReasonNeverReady = "MinTimeSpanExceedsRetention"
 )
@@ -24,11 +21,6 @@ const (
 func invalidEvent(p client.Object, reason, msg string) events.Event {
 	return events.Event{Object: p, Type: corev1.EventTypeWarning, Reason: ReasonPolicyInvalid,
 		Message: fmt.Sprintf("policy is invalid (%s: %s) and is skipped until fixed", reason, msg)}
-}
-
-func unknownSourceEvent(p client.Object, names []string) events.Event {
-	return events.Event{Object: p, Type: corev1.EventTypeWarning, Reason: ReasonUnknownMetricsSource,
-		Message: fmt.Sprintf("metrics name MetricsSources that do not exist or have an unknown type: %s; their cadence falls back to the default", strings.Join(names, ", "))}
 }
 
 func neverReadyEvent(p client.Object, minTimeSpan, retention string) events.Event {

@@ -11,6 +11,7 @@ import (
 func mustStatusPatch(s *ballastv1.ResourcePolicyStatus) []byte {
 	b, err := json.Marshal(map[string]any{"status": map[string]any{
 		"profileDiscriminator": s.ProfileDiscriminator,
+		"priority":             s.Priority,
 		"conditions":           s.Conditions,
 	}})
 	if err != nil {

@@ -8,9 +8,8 @@ import (
 
 // Problem kinds reported once per change.
 const (
-	problemInvalid       = "invalid"
-	problemUnknownSource = "unknownSource"
-	problemNeverReady    = "neverReady"
+	problemInvalid    = "invalid"
+	problemNeverReady = "neverReady"
 )
 
 // problems remembers what was last reported per policy and kind of problem, so each

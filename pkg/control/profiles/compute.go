@@ -93,9 +93,14 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	c.problems.changed(policyName, "")
 	wasMet := wp.Status.MeetsThreshold
 	res.ApplyTo(next)
-	if !wasMet && next.MeetsThreshold {
+	switch {
+	case !wasMet && next.MeetsThreshold:
 		c.metrics.ThresholdMet.WithLabelValues(policyName, wp.Name).Inc()
-		logf.FromContext(ctx).Info("profile is Sufficient", "profile", wp.Name, "policy", policyName)
+		logf.FromContext(ctx).Info("profile is Sufficient", "profile", wp.Name, "policy", policyName,
+			"readiness", res.Sufficient.Message)
+	case wasMet && !next.MeetsThreshold:
+		logf.FromContext(ctx).Info("profile is Accruing again", "profile", wp.Name, "policy", policyName,
+			"missing", res.Sufficient.Message)
 	}
 	state := StateAccruing
 	if next.MeetsThreshold {

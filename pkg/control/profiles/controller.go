@@ -17,6 +17,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/identity"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -42,6 +43,7 @@ type Controller struct {
 	store    Store
 	metrics  *Metrics
 	log      logr.Logger // the collector component's logger (SPEC §11.4)
+	events   *events.Recorder
 	// problems remembers the policy problems logged, so each is logged once per change.
 	problems problemLog
 	// retry is how soon a profile is recomputed after a store read failed.
@@ -92,9 +94,12 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 	if requeue == 0 || (interval > 0 && interval < requeue) {
 		requeue = interval
 	}
+	// Computed before the patch, which overwrites wp with the stored result.
+	evts := transitions(wp, next)
 	if err := c.patchStatus(ctx, wp, next); err != nil {
 		return reconcile.Result{}, err
 	}
+	c.events.Publish(evts...)
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 

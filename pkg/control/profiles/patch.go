@@ -47,6 +47,9 @@ func (c *Controller) patchStatus(ctx context.Context, wp *ballastv1.WorkloadProf
 	if next.State != "" {
 		body["state"] = next.State
 	}
+	if next.Summary != "" {
+		body["summary"] = next.Summary
+	}
 	b, err := json.Marshal(map[string]any{"status": body})
 	if err != nil {
 		return err

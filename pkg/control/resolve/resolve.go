@@ -122,9 +122,14 @@ func (r *Resolver) size(namespace string) int {
 	return r.counts[namespace]
 }
 
-// Candidates returns the valid compiled policies that may govern pods of namespace.
+// Candidates returns the valid compiled policies that may govern pods of namespace: those
+// that compile and name only known MetricsSources.
 func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.Compiled, error) {
 	var out []*policy.Compiled
+	known, err := r.knownSources(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// The objects are only read (compiling deep-copies the spec), so the cache's own copies
 	// serve: no per-admission copy of every policy.
 	crps := &ballastv1.ClusterResourcePolicyList{}
@@ -135,7 +140,8 @@ func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.
 	for i := range crps.Items {
 		p := &crps.Items[i]
 		live[p.UID] = true
-		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileCluster(p) }); err == nil {
+		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileCluster(p) }); err == nil &&
+			len(policy.UnknownSources(c.Spec.Metrics, known)) == 0 {
 			out = append(out, c)
 		}
 	}
@@ -153,7 +159,8 @@ func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.
 	for i := range rps.Items {
 		p := &rps.Items[i]
 		live[p.UID] = true
-		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileNamespaced(p) }); err == nil {
+		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileNamespaced(p) }); err == nil &&
+			len(policy.UnknownSources(c.Spec.Metrics, known)) == 0 {
 			out = append(out, c)
 		}
 	}
@@ -161,6 +168,20 @@ func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.
 		r.prune(namespace, live)
 	}
 	return out, nil
+}
+
+// knownSources lists the names of the cached MetricsSources of a known type: a policy
+// naming any other is invalid (UnknownMetricsSource) and governs no pod.
+func (r *Resolver) knownSources(ctx context.Context) (map[string]bool, error) {
+	list := &ballastv1.MetricsSourceList{}
+	if err := r.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing MetricsSources: %w", err)
+	}
+	types := make(map[string]string, len(list.Items))
+	for i := range list.Items {
+		types[list.Items[i].Name] = list.Items[i].Spec.Type
+	}
+	return policy.KnownSources(types), nil
 }
 
 // Resolve binds pod under identityLabels. namespace overrides pod.Namespace when the pod

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"gomodules.xyz/jsonpatch/v2"
@@ -156,6 +157,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		return stampOnly(ResultDryRun)
 	}
 	// 10. Mutate.
+	log.Info("sized pod at admission", "profile", b.ProfileName, "applied", applied(result.Annotations))
 	h.count(ResultMutated, ns)
 	h.metrics.ApplyApplied.WithLabelValues(policyName, ns, b.ProfileName).Inc()
 	return h.patch(req, pod, result, bookkeeping)
@@ -180,6 +182,23 @@ func (h *Handler) patch(req admission.Request, pod *corev1.Pod, result sizing.Re
 
 func (h *Handler) count(result, namespace string) {
 	h.metrics.WebhookMutations.WithLabelValues(result, namespace).Inc()
+}
+
+// applied renders the applied-* and clamped-* annotations of a sizing result in a fixed
+// order: "cpu request 300m, memory limit 231Mi".
+func applied(ann map[string]string) string {
+	var parts []string
+	for _, r := range []string{"cpu", "memory", "ephemeral-storage"} {
+		for _, f := range []string{"request", "limit"} {
+			if v, ok := ann[ballastv1.AppliedAnnotation(r, f)]; ok {
+				parts = append(parts, r+" "+f+" "+v)
+			}
+		}
+		if v, ok := ann[ballastv1.ClampedAnnotation(r)]; ok {
+			parts = append(parts, "clamped-"+r+"-request "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func podName(req admission.Request) string {

@@ -52,7 +52,11 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{logs: &bytes.Buffer{}}
-	f.c = fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	// The policies of these tests read the MetricsSource "km"; one naming no existing
+	// source would govern no pod.
+	km := &ballastv1.MetricsSource{ObjectMeta: metav1.ObjectMeta{Name: "km"},
+		Spec: ballastv1.MetricsSourceSpec{Type: ballastv1.SourceTypeKubernetesMetrics}}
+	f.c = fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, km)...).Build()
 	reg := prometheus.NewRegistry()
 	f.kill = config.NewMetrics(reg)
 	f.state = config.NewState(f.kill)

@@ -28,6 +28,7 @@ func TestControlPlane(t *testing.T) {
 	e := startEnv(t, srv.Kube, srv.Valkey.URL())
 	t.Run("profiles", func(t *testing.T) { profileSuite(t, e) })
 	t.Run("blank cvMeanFloor", func(t *testing.T) { blankFloorSuite(t, e) })
+	t.Run("misspelled source", func(t *testing.T) { misspelledSourceSuite(t, e) })
 	t.Run("webhook", func(t *testing.T) { webhookSuite(t, e) }) // last: it stops the control plane
 }
 
@@ -112,13 +113,20 @@ func profileSuite(t *testing.T, e *env) {
 			return nil
 		})
 		recs := wp.Status.Containers[0].Recommendations
-		// cpu avg 240m × 1.25 = 300m; memory p75 192Mi; limit p99 192Mi × 1.2 = 241591910.4 ⇒ 241591910.
-		if recs["cpu"].Request != "300m" || recs["memory"].Request != "192Mi" || recs["memory"].Limit != "241591910" {
+		// cpu avg 240m × 1.25 = 300m; memory p75 192Mi; limit p99 192Mi × 1.2 = 241591910.4 bytes ⇒ rounded up to 231Mi (SPEC §2.4).
+		if recs["cpu"].Request != "300m" || recs["memory"].Request != "192Mi" || recs["memory"].Limit != "231Mi" {
 			t.Errorf("recommendations = %+v", recs)
 		}
 		if c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionReady); c == nil || c.Reason != ballastv1.ReasonSamplesCollected {
 			t.Errorf("Ready condition = %+v", c)
 		}
+		if c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionSufficient); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("Sufficient condition = %+v", c)
+		}
+		if wp.Status.Summary != "app: cpu 300m, mem 192Mi/231Mi" {
+			t.Errorf("summary = %q", wp.Status.Summary)
+		}
+		waitEvent(t, e, "", name, "Sufficient", "recommends app: cpu 300m, mem 192Mi/231Mi")
 	})
 
 	t.Run("a new namespace is sized at its first admission", func(t *testing.T) {
@@ -128,12 +136,13 @@ func profileSuite(t *testing.T, e *env) {
 			t.Fatal(err)
 		}
 		r := p.Spec.Containers[0].Resources
-		if r.Requests.Cpu().String() != "300m" || r.Requests.Memory().String() != "192Mi" || r.Limits.Memory().String() != "241591910" {
+		if r.Requests.Cpu().String() != "300m" || r.Requests.Memory().String() != "192Mi" || r.Limits.Memory().String() != "231Mi" {
 			t.Errorf("admitted resources = %v / %v", r.Requests, r.Limits)
 		}
 		if p.Annotations[ballastv1.AppliedAnnotation("cpu", "request")] != "300m" {
 			t.Errorf("annotations = %v", p.Annotations)
 		}
+		waitEvent(t, e, ns, p.Name, "Sized", "sized at admission from WorkloadProfile "+name+": cpu request 300m, memory request 192Mi, memory limit 231Mi")
 	})
 
 	t.Run("an OOM kill raises the memory recommendation within one reconcile", func(t *testing.T) {
@@ -148,6 +157,7 @@ func profileSuite(t *testing.T, e *env) {
 			}
 			return nil
 		})
+		waitEvent(t, e, "", name, "OOMBump", "container app: an OOM kill raised memory to request 600Mi limit 600Mi")
 	})
 
 	t.Run("history survives deleting every pod and is reused in a new namespace", func(t *testing.T) {
@@ -159,6 +169,7 @@ func profileSuite(t *testing.T, e *env) {
 			}
 			return nil
 		})
+		waitEvent(t, e, "", name, "Orphaned", "history is kept")
 		ns := e.namespace(t, "shop-fresh")
 		p := pod("shop-api", ns, "apply", app, comp)
 		if err := e.c.Create(ctx, p); err != nil {

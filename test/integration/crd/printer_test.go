@@ -17,7 +17,7 @@ func TestKubectlPrinterColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	wp.Status = ballastv1.WorkloadProfileStatus{
-		State: ballastv1.StateSufficient, ActiveWorkloads: 3, ActivePods: 7, MeetsThreshold: true,
+		State: ballastv1.StateSufficient, Summary: "-", ActiveWorkloads: 3, ActivePods: 7, MeetsThreshold: true,
 		PolicyRef: &ballastv1.PolicyRef{Kind: ballastv1.KindClusterResourcePolicy, Name: "default"},
 		Conditions: []metav1.Condition{
 			{Type: ballastv1.ConditionReady, Status: metav1.ConditionTrue, Reason: ballastv1.ReasonSamplesCollected,
@@ -38,12 +38,12 @@ func TestKubectlPrinterColumns(t *testing.T) {
 		t.Fatalf("kubectl printed %d lines, want header + 1 row:\n%s", len(lines), out)
 	}
 	header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
-	wantHeader := []string{"NAME", "ACTIVEWORKLOADS", "ACTIVEPODS", "POLICY", "STATE", "SAMPLESREADY", "ORPHANED", "AGE"}
+	wantHeader := []string{"NAME", "ACTIVEWORKLOADS", "ACTIVEPODS", "POLICY", "STATE", "RECOMMENDATION", "COLLECTING", "ORPHANED", "AGE"}
 	if strings.Join(header, " ") != strings.Join(wantHeader, " ") {
 		t.Errorf("header = %v, want %v", header, wantHeader)
 	}
-	wantRow := []string{wp.Name, "3", "7", "default", "Sufficient", "True", "False"}
-	if len(row) != len(wantHeader) || strings.Join(row[:7], " ") != strings.Join(wantRow, " ") {
+	wantRow := []string{wp.Name, "3", "7", "default", "Sufficient", "-", "True", "False"}
+	if len(row) != len(wantHeader) || strings.Join(row[:8], " ") != strings.Join(wantRow, " ") {
 		t.Errorf("row = %v, want %v + age", row, wantRow)
 	}
 
@@ -53,6 +53,7 @@ func TestKubectlPrinterColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	crp.Status.ProfileDiscriminator = "cols-0123abcd"
+	crp.Status.Priority = crp.Spec.Priority // as the policies controller writes it
 	crp.Status.Conditions = []metav1.Condition{{Type: ballastv1.ConditionValid, Status: metav1.ConditionTrue,
 		Reason: ballastv1.ReasonValid, Message: "policy is valid", LastTransitionTime: metav1.Now()}}
 	if err := c.Status().Update(cx, crp); err != nil {

@@ -49,10 +49,12 @@ type PolicySelector struct {
 
 // NamespaceSelector includes and excludes namespaces by pattern (exact, or /regex/).
 type NamespaceSelector struct {
+	// Include lists the namespaces governed (exact names or /regex/); empty means all.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
 	// +listType=atomic
 	Include []string `json:"include,omitempty"`
+	// Exclude lists namespaces never governed, even when included.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
 	// +listType=atomic
@@ -66,6 +68,7 @@ type MetricSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	Resource string `json:"resource"`
 
+	// Field is request or limit.
 	// +required
 	// +kubebuilder:validation:Enum=request;limit
 	Field string `json:"field"`
@@ -75,23 +78,34 @@ type MetricSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	Source string `json:"source"`
 
+	// Aggregation is the statistic of the source's samples: p50, p75, p90, p95, p99, max or avg.
 	// +required
 	// +kubebuilder:validation:Enum=p50;p75;p90;p95;p99;max;avg
 	Aggregation string `json:"aggregation"`
 
-	// Headroom multiplies the statistic; a decimal > 0, blank means 1.0.
+	// Headroom multiplies the statistic: a decimal > 0 such as "1.25"; blank means 1.0.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)$')",message="headroom must be a decimal such as 1.25"
 	Headroom string `json:"headroom,omitempty"`
 }
 
 // Readiness gates recommendations of a (container, resource).
 type Readiness struct {
+	// MinDataPoints is the number of retained samples a series needs; blank means 500.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MinDataPoints int64 `json:"minDataPoints,omitempty"`
+	// MinTimeSpan is how long a series must span, a Go duration such as "24h"; blank means 24h.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="minTimeSpan must be a Go duration such as 24h or 90m"
 	MinTimeSpan string `json:"minTimeSpan,omitempty"`
+	// MaxCV is the largest coefficient of variation (stdDev / mean) a ready series may have,
+	// a decimal such as "1.5".
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)$')",message="maxCV must be a decimal such as 1.5"
 	MaxCV string `json:"maxCV,omitempty"`
 	// CVMeanFloor skips the CV gate for series whose mean is below the floor. Absent means
 	// the built-in floors; an explicit {} disables every floor.
@@ -109,33 +123,55 @@ type Behaviors struct {
 
 // Thresholds are percentage strings ("15%" or "15").
 type Thresholds struct {
+	// Default is the drift, as a percentage, below which a recommendation is not applied.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)%?$')",message="a threshold must be a percentage such as 10% or 10"
 	Default string `json:"default,omitempty"`
+	// Resize overrides Default for in-place resizes.
 	// +optional
 	Resize ResizeThresholds `json:"resize,omitzero"`
 }
 
 // ResizeThresholds override the global threshold for resize.
 type ResizeThresholds struct {
+	// Default is the resize drift threshold, as a percentage.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)%?$')",message="a threshold must be a percentage such as 10% or 10"
 	Default string `json:"default,omitempty"`
+	// ResourceThresholds override Default per resource and field.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=8
 	ResourceThresholds map[string]FieldThresholds `json:"resourceThresholds,omitempty"`
 }
 
 // FieldThresholds are per-field percentage strings.
 type FieldThresholds struct {
+	// Request is the drift threshold of the request, as a percentage.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)%?$')",message="a threshold must be a percentage such as 10% or 10"
 	Request string `json:"request,omitempty"`
+	// Limit is the drift threshold of the limit, as a percentage.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)%?$')",message="a threshold must be a percentage such as 10% or 10"
 	Limit string `json:"limit,omitempty"`
 }
 
 // ResizeBehavior paces in-place resizes.
 type ResizeBehavior struct {
+	// MaxChangePerCycle caps how far one resize moves a value toward its recommendation, as a
+	// percentage of the gap.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)%?$')",message="maxChangePerCycle must be a percentage such as 50% or 50"
 	MaxChangePerCycle string `json:"maxChangePerCycle,omitempty"`
+	// Interval is the least time between two resizes of a pod, a Go duration such as "15m".
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="interval must be a Go duration such as 15m"
 	Interval string `json:"interval,omitempty"`
 }
 
@@ -144,6 +180,11 @@ type ResourcePolicyStatus struct {
 	// ProfileDiscriminator is this policy's part of every profile name it governs.
 	// +optional
 	ProfileDiscriminator string `json:"profileDiscriminator,omitempty"`
+
+	// Priority is spec.priority as Ballast resolves it (0 when not written), so that
+	// `kubectl get` shows 0 rather than a blank.
+	// +optional
+	Priority int32 `json:"priority"`
 
 	// Conditions: Valid.
 	// +optional
@@ -157,7 +198,7 @@ type ResourcePolicyStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,path=clusterresourcepolicies
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.status.priority`
 // +kubebuilder:printcolumn:name="Discriminator",type=string,JSONPath=`.status.profileDiscriminator`
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=='Valid')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -183,7 +224,7 @@ type ClusterResourcePolicyList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,path=resourcepolicies
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.status.priority`
 // +kubebuilder:printcolumn:name="Discriminator",type=string,JSONPath=`.status.profileDiscriminator`
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=='Valid')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -127,8 +127,9 @@ func TestKillSwitchSuppressionsAtWarn(t *testing.T) {
 	}
 }
 
-// TestPolicyProblemsOncePerChange: an unparseable readiness value logs one error line and
-// an unknown metrics source one warn line; reconciling the same policy again logs nothing
+// TestPolicyProblemsOncePerChange: an out-of-range readiness value (the schema refuses an
+// unparseable one at apply) logs one error line, and so does an unknown metrics source
+// (the policy is invalid, reason UnknownMetricsSource); reconciling the same policy again logs nothing
 // new; fixing and breaking it again logs again (SPEC §3.3, §11.4).
 func TestPolicyProblemsOncePerChange(t *testing.T) {
 	ctx := context.Background()
@@ -141,20 +142,20 @@ func TestPolicyProblemsOncePerChange(t *testing.T) {
 	p := startControl(t, port, "--log-level", "debug")
 
 	bad := &ballastv1.ClusterResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "bad-readiness"},
-		Spec: ballastv1.ResourcePolicySpec{Metrics: metrics("kubernetes-metrics"), Readiness: ballastv1.Readiness{MaxCV: "lots"}}}
+		Spec: ballastv1.ResourcePolicySpec{Metrics: metrics("kubernetes-metrics"), Readiness: ballastv1.Readiness{MaxCV: "-1"}}}
 	unknown := &ballastv1.ClusterResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "unknown-source"},
 		Spec: ballastv1.ResourcePolicySpec{Metrics: metrics("no-such-source")}}
 	mustCreate(t, bad)
 	mustCreate(t, unknown)
 	invalid := msg("invalid policy", "policy", "bad-readiness")
-	unknownSrc := msg("unknown MetricsSources", "policy", "unknown-source")
+	unknownSrc := msg("invalid policy", "policy", "unknown-source")
 
 	line := p.waitLines(t, "invalid policy logged", 1, invalid)[0]
 	if line["level"] != "error" || line["reason"] != "InvalidNumber" || !strings.Contains(fmt.Sprint(line["message"]), "maxCV") {
 		t.Errorf("invalid-policy line = %v", line)
 	}
 	line = p.waitLines(t, "unknown source logged", 1, unknownSrc)[0]
-	if srcs, _ := line["sources"].([]any); line["level"] != "warn" || len(srcs) != 1 || srcs[0] != "no-such-source" {
+	if line["level"] != "error" || line["reason"] != "UnknownMetricsSource" || !strings.Contains(fmt.Sprint(line["message"]), "no-such-source") {
 		t.Errorf("unknown-source line = %v", line)
 	}
 
@@ -189,7 +190,7 @@ func TestPolicyProblemsOncePerChange(t *testing.T) {
 	// Fixed, then broken again: logged again.
 	rv := touch(bad, func(p *ballastv1.ClusterResourcePolicy) { p.Spec.Readiness.MaxCV = "0.5" })
 	p.waitLines(t, "fixed policy reconciled", 1, msg("policy checked", "policy", "bad-readiness", "resourceVersion", rv, "valid", "True"))
-	touch(bad, func(p *ballastv1.ClusterResourcePolicy) { p.Spec.Readiness.MaxCV = "lots" })
+	touch(bad, func(p *ballastv1.ClusterResourcePolicy) { p.Spec.Readiness.MaxCV = "-1" })
 	p.waitLines(t, "re-broken policy logged again", 2, invalid)
 	touch(unknown, func(p *ballastv1.ClusterResourcePolicy) { p.Spec.Metrics = metrics("another-missing-source") })
 	p.waitLines(t, "a different unknown source logged", 2, unknownSrc)
