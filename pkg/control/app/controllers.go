@@ -23,6 +23,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/policies"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
+	"github.com/ballastk8s/ballast/pkg/control/understudy"
 )
 
 // CacheOptions restrict the manager's informers to what Ballast reads: enrolled pods only
@@ -76,6 +77,7 @@ type Controllers struct {
 	Namespaced *policies.Controller
 	Enrollment *enrollment.Controller
 	Profiles   *profiles.Controller
+	Understudy *understudy.Parts
 }
 
 // Register lists every controller explicitly; there is no init-time registration.
@@ -84,6 +86,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		return nil, fmt.Errorf("indexing pods: %w", err)
 	}
 	c := mgr.GetClient()
+	var err error
 	pm := policies.NewMetrics(d.Registry)
 	cs := &Controllers{
 		Config:     config.New(d.Clock, c, d.State, d.kill, o.OperatorNamespace, d.log(ComponentConfig)),
@@ -91,6 +94,9 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		Namespaced: policies.NewNamespaced(d.Clock, c, d.State, pm, d.Events, d.log(ComponentPolicies)),
 		Enrollment: enrollment.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver, enrollment.NewMetrics(d.Registry), d.log(ComponentWatcher)),
 		Profiles:   profiles.New(d.Clock, c, d.State, d.Resolver, d.Store, profiles.NewMetrics(d.Registry), d.log(ComponentCollector)),
+	}
+	if cs.Understudy, err = understudy.Setup(ctx, mgr, d.Clock, d.State, d.Registry, d.Events, d.log(ComponentUnderstudy), o.understudy()); err != nil {
+		return nil, fmt.Errorf("setting up understudy: %w", err)
 	}
 	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles}
 	for _, r := range regs {
