@@ -53,7 +53,8 @@ type Decision struct {
 
 // Handle implements admission.Handler.
 func (e *Evictions) Handle(ctx context.Context, req admission.Request) admission.Response {
-	d, err := e.Decide(ctx, req.Namespace, req.Name)
+	dry := req.DryRun != nil && *req.DryRun
+	d, err := e.decide(ctx, req.Namespace, req.Name, !dry)
 	if err != nil {
 		e.log.Error(err, "deciding an eviction: allowing it", "pod", req.Namespace+"/"+req.Name)
 		return admission.Allowed("")
@@ -72,6 +73,11 @@ func (d Decision) Message() string {
 // Decide answers the eviction of pod ns/name. For a pod no Understudy covers it reads
 // only in-memory maps and the pod cache.
 func (e *Evictions) Decide(ctx context.Context, ns, name string) (Decision, error) {
+	return e.decide(ctx, ns, name, true)
+}
+
+// decide is Decide; record false (a dry-run eviction) skips the blockedSince write.
+func (e *Evictions) decide(ctx context.Context, ns, name string, record bool) (Decision, error) {
 	if ns == e.opts.OperatorNamespace || !e.index.Guards(ns) {
 		return Decision{}, nil
 	}
@@ -96,7 +102,7 @@ func (e *Evictions) Decide(ctx context.Context, ns, name string) (Decision, erro
 		return d, err
 	}
 	e.metrics.EvictionsHeld.WithLabelValues(key.Namespace, key.Name).Inc()
-	if d.first {
+	if d.first && record {
 		e.markBlocked(ctx, key, pod.Name, d.Reason)
 	}
 	return d, nil
