@@ -89,15 +89,11 @@ func (s *Sandbox) StartControl(ctx context.Context) error {
 	})
 }
 
-// DeploySingleton creates a one-replica Deployment that Ballast does not enroll, with the
-// given readiness gates (kwok never sets them: a pod with one never becomes a stand-in).
-func (s *Sandbox) DeploySingleton(ctx context.Context, ns, name string, gates ...corev1.PodConditionType) (*appsv1.Deployment, error) {
+// DeploySingleton creates a one-replica Deployment that Ballast does not enroll; mut, when
+// given, changes its pod template (e.g. a nodeSelector).
+func (s *Sandbox) DeploySingleton(ctx context.Context, ns, name string, mut func(*corev1.PodSpec)) (*appsv1.Deployment, error) {
 	if err := s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
-	}
-	var rg []corev1.PodReadinessGate
-	for _, g := range gates {
-		rg = append(rg, corev1.PodReadinessGate{ConditionType: g})
 	}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -110,10 +106,12 @@ func (s *Sandbox) DeploySingleton(ctx context.Context, ns, name string, gates ..
 					Containers:                    []corev1.Container{{Name: "app", Image: "sandbox.invalid/" + name + ":1"}},
 					Tolerations:                   []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
 					TerminationGracePeriodSeconds: ptr.To(int64(0)),
-					ReadinessGates:                rg,
 				},
 			},
 		},
+	}
+	if mut != nil {
+		mut(&d.Spec.Template.Spec)
 	}
 	return d, s.Client.Create(ctx, d)
 }

@@ -87,8 +87,18 @@ func (c *Controller) Gone(_ context.Context, key types.NamespacedName) (reconcil
 }
 
 // Reconcile moves one Understudy through its phases (SPEC §15.4). It converges from the
-// status and the Deployment alone, so a restart mid-surge resumes where it stopped.
+// status and the Deployment alone, so a restart mid-surge resumes where it stopped. A
+// status conflict (the webhook recorded blockedSince, or the cache lagged our own write)
+// is retried shortly, not reported as an error.
 func (c *Controller) Reconcile(ctx context.Context, u *ballastv1.Understudy) (reconcile.Result, error) {
+	res, err := c.reconcile(ctx, u)
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return res, err
+}
+
+func (c *Controller) reconcile(ctx context.Context, u *ballastv1.Understudy) (reconcile.Result, error) {
 	key := client.ObjectKeyFromObject(u)
 	log := c.log.WithValues("understudy", key.String())
 	st := u.Status.DeepCopy()

@@ -18,7 +18,7 @@ import (
 func TestDrainHoldsUntilStandInReady(t *testing.T) {
 	c := ctx(t, 3*time.Minute)
 	defer uncordonAll(t, c)
-	if _, err := sb.DeploySingleton(c, "team-drain", "web"); err != nil {
+	if _, err := sb.DeploySingleton(c, "team-drain", "web", nil); err != nil {
 		t.Fatal(err)
 	}
 	protect(t, c, "team-drain", "guard", "web", nil)
@@ -26,9 +26,17 @@ func TestDrainHoldsUntilStandInReady(t *testing.T) {
 	old := onePod(t, c, "team-drain", "web")
 	doomed := old.Spec.NodeName
 
-	w := watch("team-drain", "web")
+	w := watch("team-drain", "web", old.Name)
+	start := time.Now()
 	out, wall, err := drain(c, doomed, "--pod-selector=app=web")
 	minReady, maxReady, samples := w.end()
+	if w.doomedEnd.IsZero() { // gone between two samples, before drain returned
+		w.doomedEnd = start.Add(wall)
+	}
+	if !w.standIn.IsZero() {
+		t.Logf("held %s (drain start to the doomed pod's eviction); stand-in Ready %s after the drain started",
+			w.doomedEnd.Sub(start).Round(10*time.Millisecond), w.standIn.Sub(start).Round(10*time.Millisecond))
+	}
 	if err != nil {
 		t.Fatalf("drain: %v\n%s", err, out)
 	}

@@ -152,12 +152,19 @@ type watcher struct {
 	mu       sync.Mutex
 	min, max int
 	samples  int
-	stop     chan struct{}
-	done     chan struct{}
+	// doomed is a pod to follow; doomedEnd is when it was first seen terminating or gone,
+	// standIn when two pods were first Ready at once.
+	doomed             string
+	doomedEnd, standIn time.Time
+	stop               chan struct{}
+	done               chan struct{}
 }
 
-func watch(ns, app string) *watcher {
+func watch(ns, app string, doomed ...string) *watcher {
 	w := &watcher{min: 1 << 30, stop: make(chan struct{}), done: make(chan struct{})}
+	if len(doomed) > 0 {
+		w.doomed = doomed[0]
+	}
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -165,14 +172,21 @@ func watch(ns, app string) *watcher {
 		for {
 			ps, err := pods(context.Background(), ns, app)
 			if err == nil {
-				n := 0
+				n, alive := 0, false
 				for i := range ps {
 					if ready(&ps[i]) {
 						n++
 					}
+					alive = alive || (ps[i].Name == w.doomed && ps[i].DeletionTimestamp == nil)
 				}
 				w.mu.Lock()
 				w.min, w.max, w.samples = min(w.min, n), max(w.max, n), w.samples+1
+				if w.doomed != "" && !alive && w.doomedEnd.IsZero() {
+					w.doomedEnd = time.Now()
+				}
+				if n >= 2 && w.standIn.IsZero() {
+					w.standIn = time.Now()
+				}
 				w.mu.Unlock()
 			}
 			select {
@@ -209,8 +223,10 @@ func onePod(t *testing.T, c context.Context, ns, app string) *corev1.Pod {
 	return pod
 }
 
-func uncordonAll(t *testing.T, c context.Context) {
+func uncordonAll(t *testing.T, _ context.Context) {
 	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for _, n := range sb.Nodes {
 		if out, err := kubectl(c, "uncordon", n.Name); err != nil {
 			t.Fatalf("%v\n%s", err, out)
