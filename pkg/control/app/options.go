@@ -39,7 +39,9 @@ type Options struct {
 	LogLevelAdjuster       string
 	LogStdout              bool
 	LogStdoutFields        string
-	// Understudy's extra doom taint keys, comma-separated (SPEC §15.3).
+	// Understudy runs the Understudy controller and eviction webhook (SPEC §15); its extra
+	// doom taint keys are comma-separated (§15.3).
+	Understudy                                        bool
 	UnderstudyDoomTaints, UnderstudyInvoluntaryTaints string
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
@@ -61,6 +63,7 @@ func NewOptions() *Options {
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		LeaderElect:            true,
+		Understudy:             true,
 		WebhookCertName:        "tls.crt",
 		WebhookCertKey:         "tls.key",
 		WebhookPort:            ballastv1.WebhookPort,
@@ -102,6 +105,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevelCollector, "log-level-collector", o.LogLevelCollector, "log level of profile statistics (default --log-level)")
 	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
+	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
 	fs.StringVar(&o.LogStdoutFields, "log-stdout-fields", o.LogStdoutFields, `JSON object of static fields added to every log line, e.g. {"cluster":"prod-eu"}`)

@@ -1,10 +1,12 @@
 package chart
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -63,5 +65,14 @@ func TestRenderUnderstudy(t *testing.T) {
 		if k == "ValidatingWebhookConfiguration/"+fullname || k == "ClusterRole/"+fullname+"-understudy" {
 			t.Errorf("understudy.enabled=false still renders %s", k)
 		}
+	}
+	dep := &appsv1.Deployment{}
+	off.decode(t, "Deployment", fullname, dep)
+	if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--understudy=false") {
+		t.Errorf("understudy.enabled=false: control args %v lack --understudy=false", args)
+	}
+	m.decode(t, "Deployment", fullname, dep)
+	if args := dep.Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--understudy=false") {
+		t.Errorf("default control args disable understudy: %v", args)
 	}
 }
