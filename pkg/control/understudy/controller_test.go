@@ -192,3 +192,25 @@ func TestConvergesAfterRestartMidSurge(t *testing.T) {
 		t.Errorf("withdrawn doom: phase %s replicas %d", u.Status.Phase, *f.deployment().Spec.Replicas)
 	}
 }
+
+func TestDeadlineTooCloseRelaxesAtOnce(t *testing.T) {
+	soon := t0.Add(30 * time.Second).Format(time.RFC3339)
+	n1 := node("n1", false)
+	n1.Spec.Taints = []corev1.Taint{{Key: "example.com/spot-itn", Value: soon, Effect: corev1.TaintEffectNoSchedule}}
+	f := newFixture(t, us("guard", "web"), settled(1), pod("web-a", "n1", true), n1, node("n2", false))
+	f.ctrl.opts.Keys.Involuntary = []string{"example.com/spot-itn"}
+	f.ev.opts.Keys.Involuntary = []string{"example.com/spot-itn"}
+	u := f.reconcile("guard")
+	if u.Status.Phase != ballastv1.UnderstudyRelaxed || u.Status.DoomClass != "involuntary" || u.Status.DoomDeadline == nil {
+		t.Fatalf("status %+v: want Relaxed with the involuntary deadline", u.Status)
+	}
+	if r := *f.deployment().Spec.Replicas; r != 2 {
+		t.Errorf("replicas = %d: the stand-in must still be raised", r)
+	}
+	if n := testutil.ToFloat64(f.m.Relaxed.WithLabelValues("app", "guard", RelaxDeadlineTooClose)); n != 1 {
+		t.Errorf("hold_relaxed{deadline_too_close} = %v", n)
+	}
+	if d, _ := f.ev.Decide(context.Background(), "app", "web-a"); d.Held {
+		t.Error("held although the deadline is too close")
+	}
+}
