@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/events"
@@ -22,6 +23,13 @@ func surgeEvent(u *ballastv1.Understudy, pod, node, source string, from, to int3
 	return events.Event{Object: u, Type: corev1.EventTypeNormal, Reason: ReasonSurgeStarted,
 		Message: fmt.Sprintf("node %s is doomed (%s): scaling %s from %d to %d replicas to replace pod %s",
 			node, source, u.Spec.TargetRef.Name, from, to, pod)}
+}
+
+// podSurgeEvent is recorded on the doomed pod, where an SRE looking at it will find it.
+func podSurgeEvent(u *ballastv1.Understudy, pod runtime.Object, node, source string) events.Event {
+	return events.Event{Object: pod, Type: corev1.EventTypeNormal, Reason: ReasonSurgeStarted,
+		Message: fmt.Sprintf("node %s is doomed (%s): Understudy %s/%s is raising a stand-in; this pod's eviction is held until it is Ready",
+			node, source, u.Namespace, u.Name)}
 }
 
 func heldEvent(u *ballastv1.Understudy, pod, reason string) events.Event {

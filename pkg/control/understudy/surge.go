@@ -64,7 +64,7 @@ func (c *Controller) idle(ctx context.Context, log logr.Logger, u *ballastv1.Und
 	}
 	c.metrics.Surges.WithLabelValues(u.Namespace, u.Name).Inc()
 	log.Info("surge started", "pod", pod.Name, "node", sig.Node, "class", sig.Class, "source", sig.Source, "replicas", to)
-	c.events.Publish(surgeEvent(u, pod.Name, sig.Node, sig.Source, orig, to))
+	c.events.Publish(surgeEvent(u, pod.Name, sig.Node, sig.Source, orig, to), podSurgeEvent(u, pod, sig.Node, sig.Source))
 	return reconcile.Result{RequeueAfter: time.Duration(ballastv1.UnderstudyReadinessDeadline(u.Spec)) * time.Second}, nil
 }
 

@@ -1,11 +1,13 @@
 package understudy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -60,6 +62,23 @@ func TestDrainHoldsUntilStandInReady(t *testing.T) {
 	if now.Spec.NodeName == doomed || now.Name == old.Name {
 		t.Errorf("remaining pod %s on %s, want a new pod off %s", now.Name, now.Spec.NodeName, doomed)
 	}
+	// Events on the Understudy (SurgeStarted, EvictionHeld, Released) and on the doomed pod.
+	waitFor(t, c, "events", func() error {
+		var evs corev1.EventList
+		if err := sb.Client.List(c, &evs, client.InNamespace("team-drain")); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, e := range evs.Items {
+			seen[e.InvolvedObject.Kind+"/"+e.Reason] = true
+		}
+		for _, want := range []string{"Understudy/SurgeStarted", "Understudy/EvictionHeld", "Understudy/Released", "Pod/SurgeStarted"} {
+			if !seen[want] {
+				return fmt.Errorf("no %s event (have %v)", want, seen)
+			}
+		}
+		return nil
+	})
 	d := &appsv1.Deployment{}
 	if err := sb.Client.Get(c, client.ObjectKey{Namespace: "team-drain", Name: "web"}, d); err != nil || *d.Spec.Replicas != 1 {
 		t.Errorf("Deployment replicas = %v (%v), want 1", d.Spec.Replicas, err)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -170,8 +171,7 @@ func TestUnsupportedTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Spec.Replicas = ptr.To[int32](2)
-	if err := sb.Client.Update(c, d); err != nil {
+	if err := sb.Client.Patch(c, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sb.DeploySingleton(c, "team-unsup", "scaled", nil); err != nil {
