@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Ballast's tests need on a fresh Debian 12 machine:
 # Valkey 8 from bookworm-backports (redis-server as the fallback the harness also accepts),
-# openssl for test PKI. The backports suite is added by reusing the mirror URI of the
+# openssl for test PKI, and the real-node tier's container runtime: containerd, runc and the
+# CNI plugins (bridge, host-local, loopback), iproute2 and util-linux (unshare, mount). The backports suite is added by reusing the mirror URI of the
 # machine's own Debian source, so no mirror host is written here.
 set -euo pipefail
 
@@ -21,10 +22,16 @@ fi
 
 apt-get update -qq
 apt-get install -y -qq openssl ca-certificates make >/dev/null
+# The real-node tier (test/node). ldd (libc-bin) finds the libraries of the Valkey image.
+apt-get install -y -qq containerd runc containernetworking-plugins iproute2 util-linux mount libc-bin >/dev/null
 if ! apt-get install -y -qq -t bookworm-backports valkey-server valkey-tools >/dev/null; then
   echo "install-deps: valkey-server unavailable, installing redis-server as the fallback" >&2
   apt-get install -y -qq redis-server >/dev/null
 fi
 # Debian starts the packaged service; the tests start their own servers on free ports.
 systemctl disable --now valkey-server redis-server >/dev/null 2>&1 || true
+# Likewise containerd: the node tier runs its own, in private namespaces.
+systemctl disable --now containerd >/dev/null 2>&1 || true
 command -v valkey-server || command -v redis-server
+command -v containerd runc unshare ip >/dev/null
+test -x /usr/lib/cni/bridge

@@ -30,11 +30,18 @@ func main() {
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()
+	if flag.Arg(0) == "check-webhook" { // helm test; needs no API access
+		if err := checkWebhook(ctx, flag.Arg(1), flag.Arg(2)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg, err := ctrl.GetConfig()
 	if err == nil && flag.Arg(0) == "apply-crds" {
 		err = app.ApplyCRDs(ctx, cfg)
 	} else if err == nil && flag.NArg() > 0 {
-		err = fmt.Errorf("unknown subcommand %q (known: apply-crds)", flag.Arg(0))
+		err = fmt.Errorf("unknown subcommand %q (known: apply-crds, check-webhook)", flag.Arg(0))
 	} else if err == nil {
 		var a *app.App
 		if a, err = app.NewApp(ctx, o, cfg, app.Deps{Logs: logs}); err == nil {

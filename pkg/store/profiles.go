@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/recommend"
@@ -18,55 +17,19 @@ type ProfileSeries struct {
 }
 
 // ProfileReader is the control plane's view of the store: a profile's merged series and
-// OOM events, and purge. It connects lazily, so the control plane starts and keeps serving
-// while the store is unreachable, and rebuilds its Reader when the retention window
+// OOM events, and purge. It connects lazily (a Lazy), so the control plane starts and keeps
+// serving while the store is unreachable, and rebuilds its Reader when the retention window
 // changes, since the store layout depends on it.
-type ProfileReader struct {
-	url string
-
-	mu        sync.Mutex
-	client    *Client
-	reader    *Reader
-	retention time.Duration
-}
+type ProfileReader struct{ lazy *Lazy }
 
 // NewProfileReader returns a reader for the store at url (redis:// or rediss://).
-func NewProfileReader(url string) *ProfileReader { return &ProfileReader{url: url} }
+func NewProfileReader(url string) *ProfileReader { return &ProfileReader{lazy: NewLazy(url)} }
 
 // Close releases the connection.
-func (s *ProfileReader) Close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.client != nil {
-		s.client.Close()
-	}
-}
-
-func (s *ProfileReader) connect() (*Client, error) {
-	if s.client == nil {
-		c, err := Open(s.url)
-		if err != nil {
-			return nil, err
-		}
-		s.client = c
-	}
-	return s.client, nil
-}
+func (s *ProfileReader) Close() { s.lazy.Close() }
 
 func (s *ProfileReader) readerFor(retention time.Duration) (*Reader, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, err := s.connect(); err != nil {
-		return nil, err
-	}
-	if s.reader == nil || s.retention != retention {
-		r, err := NewReader(s.client, series.DefaultLayout(retention))
-		if err != nil {
-			return nil, err
-		}
-		s.reader, s.retention = r, retention
-	}
-	return s.reader, nil
+	return s.lazy.Reader(series.DefaultLayout(retention))
 }
 
 // Read merges a profile's series and its OOM stream.
@@ -120,27 +83,22 @@ func (s *ProfileReader) Read(ctx context.Context, hash string, now time.Time, re
 
 // Commands is the number of store commands sent by reads so far (for benchmarks and metrics).
 func (s *ProfileReader) Commands() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.reader == nil {
-		return 0
+	if r := s.lazy.lastReader(); r != nil {
+		return r.Stats().Commands
 	}
-	return s.reader.Stats().Commands
+	return 0
 }
 
 // Purge deletes every key of a profile hash.
 func (s *ProfileReader) Purge(ctx context.Context, hash string) error {
-	s.mu.Lock()
-	c, err := s.connect()
-	r := s.reader
-	s.mu.Unlock()
+	c, err := s.lazy.connected()
 	if err != nil {
 		return err
 	}
 	if _, err := c.Purge(ctx, hash); err != nil {
 		return err
 	}
-	if r != nil {
+	if r := s.lazy.lastReader(); r != nil {
 		r.Forget(hash)
 	}
 	return nil

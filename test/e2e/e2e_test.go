@@ -52,11 +52,12 @@ func TestMeasureProfileApply(t *testing.T) {
 	}
 	defer s.Stop()
 	sc := sandbox.Scenario{
-		Namespaces:   []string{"team-a", "team-b"},
-		NewNamespace: "team-c",
-		Shop:         sandbox.App{Name: "shop", Component: "web", Model: sandbox.ModelSteady, Replicas: 2, CPU: "1", Memory: "1Gi", MemLimit: "2Gi"},
-		OOM:          sandbox.App{Name: "imgproc", Component: "worker", Model: sandbox.ModelOOM, Replicas: 1, CPU: "500m", Memory: "128Mi", MemLimit: "200Mi"},
-		Wait:         3 * time.Minute,
+		Namespaces:      []string{"team-a", "team-b"},
+		NewNamespace:    "team-c",
+		ResizeNamespace: "team-d",
+		Shop:            sandbox.App{Name: "shop", Component: "web", Model: sandbox.ModelSteady, Replicas: 2, CPU: "1", Memory: "1Gi", MemLimit: "2Gi"},
+		OOM:             sandbox.App{Name: "imgproc", Component: "worker", Model: sandbox.ModelOOM, Replicas: 1, CPU: "500m", Memory: "128Mi", MemLimit: "200Mi"},
+		Wait:            3 * time.Minute,
 	}
 	rec := s.Record(ctx, 2*time.Second)
 	rep, err := sc.Run(ctx, s, rec, logWriter{t})
@@ -76,6 +77,11 @@ func TestMeasureProfileApply(t *testing.T) {
 	}
 	if rep.OOMLimitAfter == "" || rep.OOMLimitAfter == rep.OOMLimitBefore {
 		t.Errorf("OOM did not raise the memory limit recommendation: %q → %q", rep.OOMLimitBefore, rep.OOMLimitAfter)
+	}
+	// The resize rung: one running pod stepped in place (50% of the gap toward ≈225m).
+	before, after := resource.MustParse(rep.Resize.CPUBefore), resource.MustParse(rep.Resize.CPUAfter)
+	if rep.Resize.State != ballastv1.ResizeStateCompleted || !rep.Resize.SamePod || after.Cmp(before) >= 0 || after.MilliValue() < 550 {
+		t.Errorf("in-place resize: %+v, want one step from 1 cpu to ≈612m, Completed, same pod", rep.Resize)
 	}
 	if err := sandbox.WriteChart(filepath.Join(dir, "chart.svg"), rec.Points()); err != nil {
 		t.Error(err)

@@ -35,6 +35,8 @@ func (s *Sandbox) configure(ctx context.Context) error {
 				{Resource: "memory", Field: "limit", Source: "kubernetes-metrics", Aggregation: "p99", Headroom: "1.2"},
 			},
 			Readiness: s.Opts.Readiness,
+			// Resize every 10s instead of 15m, so the demo's resize rung steps within minutes.
+			Behaviors: ballastv1.Behaviors{Resize: ballastv1.ResizeBehavior{Interval: "10s"}},
 		}},
 	}
 	for _, o := range objs {

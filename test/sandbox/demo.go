@@ -35,11 +35,12 @@ func (o *DemoOptions) AddFlags(fs *flag.FlagSet) {
 // DemoScenario is the scenario `make demo` plays.
 func DemoScenario() Scenario {
 	return Scenario{
-		Namespaces:   []string{"team-a", "team-b", "team-c"},
-		NewNamespace: "team-d",
-		Shop:         App{Name: "shop", Component: "web", Model: ModelSteady, Replicas: 4, CPU: "1", Memory: "1Gi", MemLimit: "2Gi"},
-		OOM:          App{Name: "imgproc", Component: "worker", Model: ModelOOM, Replicas: 1, CPU: "500m", Memory: "256Mi", MemLimit: "300Mi"},
-		Wait:         5 * time.Minute,
+		Namespaces:      []string{"team-a", "team-b", "team-c"},
+		NewNamespace:    "team-d",
+		ResizeNamespace: "team-e",
+		Shop:            App{Name: "shop", Component: "web", Model: ModelSteady, Replicas: 4, CPU: "1", Memory: "1Gi", MemLimit: "2Gi"},
+		OOM:             App{Name: "imgproc", Component: "worker", Model: ModelOOM, Replicas: 1, CPU: "500m", Memory: "256Mi", MemLimit: "300Mi"},
+		Wait:            5 * time.Minute,
 	}
 }
 
@@ -77,6 +78,8 @@ func RunDemo(ctx context.Context, o *DemoOptions, w io.Writer) error {
 	rep.PrintTable(w)
 	fmt.Fprintf(w, "\nOne profile (%s) pooled %d samples from %d workloads in %d namespaces.\n", rep.ShopProfile, rep.Samples, rep.SharedWorkloads, len(DemoScenario().Namespaces))
 	fmt.Fprintf(w, "OOM reaction: %s memory limit recommendation %s → %s.\n", rep.OOMProfile, rep.OOMLimitBefore, rep.OOMLimitAfter)
+	fmt.Fprintf(w, "In-place resize (kubelet side simulated): %s cpu request %s → %s, memory limit %s → %s, %s, same pod: %v.\n",
+		rep.Resize.Pod, rep.Resize.CPUBefore, rep.Resize.CPUAfter, rep.Resize.MemLimBefore, rep.Resize.MemLimAf, rep.Resize.State, rep.Resize.SamePod)
 	fmt.Fprintf(w, "Chart: %s\nLogs:  %s\n", chart, s.Logs())
 	if o.Keep {
 		fmt.Fprintf(w, "\nSandbox kept running: kubectl --kubeconfig %s get workloadprofiles  (Ctrl-C to stop)\n",

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	stats "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -111,6 +112,9 @@ func (n *Node) step(ctx context.Context, now time.Time, dt time.Duration) {
 	if err := n.c.List(ctx, pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
 		return
 	}
+	for i := range pods.Items {
+		n.simulateResize(ctx, &pods.Items[i])
+	}
 	seen := map[string]bool{}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -133,6 +137,7 @@ func (n *Node) step(ctx context.Context, now time.Time, dt time.Duration) {
 				}
 				n.containers[id.ID] = sc
 			}
+			n.followLimit(p, sc)
 			n.advance(sc, now, dt)
 			total.MilliCPU += sc.last.MilliCPU
 			total.MemoryBytes += sc.last.MemoryBytes
@@ -181,6 +186,59 @@ func (n *Node) newContainer(p *corev1.Pod, name string, id cgroup.ContainerID) (
 		_ = writeFile(d, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
 	}
 	return sc, nil
+}
+
+// simulateResize plays the kubelet's side of in-place resize, which kwok does not have
+// (SIMULATED: no kubelet runs here). A Running pod's container statuses carry the spec's
+// requests as allocatedResources and its requests and limits as the actual resources, and a
+// new generation is observed at once, with no PodResize* condition: every resize completes
+// immediately. Without these fields the API server refuses pods/resize on the node.
+func (n *Node) simulateResize(ctx context.Context, p *corev1.Pod) {
+	if p.Status.Phase != corev1.PodRunning || !p.DeletionTimestamp.IsZero() {
+		return
+	}
+	changed := p.Status.ObservedGeneration < p.Generation
+	for i := range p.Status.ContainerStatuses {
+		cs := &p.Status.ContainerStatuses[i]
+		for _, c := range p.Spec.Containers {
+			if c.Name != cs.Name {
+				continue
+			}
+			want := corev1.ResourceRequirements{Requests: c.Resources.Requests.DeepCopy(), Limits: c.Resources.Limits.DeepCopy()}
+			if cs.Resources == nil || !equality.Semantic.DeepEqual(*cs.Resources, want) ||
+				!equality.Semantic.DeepEqual(cs.AllocatedResources, c.Resources.Requests) {
+				cs.Resources, cs.AllocatedResources, changed = &want, c.Resources.Requests.DeepCopy(), true
+			}
+		}
+	}
+	if !changed {
+		return
+	}
+	p.Status.ObservedGeneration = p.Generation
+	_ = n.c.Status().Update(ctx, p) // a conflict is retried on the next tick
+}
+
+// followLimit applies a resized memory limit to the container's cgroup (memory.max), as the
+// kubelet's actuation would.
+func (n *Node) followLimit(p *corev1.Pod, sc *simContainer) {
+	for _, c := range p.Spec.Containers {
+		if c.Name != sc.name {
+			continue
+		}
+		limit := 0.0
+		if l, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			limit = float64(l.Value())
+		}
+		if limit == sc.limit {
+			return
+		}
+		sc.limit = limit
+		v := "max\n"
+		if limit > 0 {
+			v = fmt.Sprintf("%d\n", int64(limit))
+		}
+		_ = writeFile(filepath.Join(n.CgroupRoot, sc.dir), "memory.max", v)
+	}
 }
 
 // advance moves one container's counters forward by dt and rewrites its cgroup files.

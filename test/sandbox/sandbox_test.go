@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +41,21 @@ func TestSandboxDrivesCgroups(t *testing.T) {
 		t.Fatalf("%v (logs in %s)", err, s.Logs())
 	}
 	pods, _ := s.AppPods(ctx, "team-a", "shop")
+	// The simulated kubelet reports the spec as allocated and actual, so pods/resize works.
+	err = poll(ctx, 10*time.Second, "container resources in status", func() error {
+		pods, _ = s.AppPods(ctx, "team-a", "shop")
+		for _, p := range pods {
+			cs := p.Status.ContainerStatuses
+			if len(cs) == 0 || cs[0].Resources == nil || cs[0].AllocatedResources.Cpu().String() != "1" ||
+				p.Status.ObservedGeneration != p.Generation {
+				return fmt.Errorf("pod %s status %+v", p.Name, cs)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := cgroup.Open(s.Nodes[0].CgroupRoot, cgroup.Options{})
 	if err != nil {
 		t.Fatal(err)

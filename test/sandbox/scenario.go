@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 )
 
@@ -20,7 +22,10 @@ type Scenario struct {
 	// Namespaces run Shop in measure mode first; NewNamespace receives it in apply mode later.
 	Namespaces   []string
 	NewNamespace string
-	Shop, OOM    App
+	// ResizeNamespace receives Shop in measure mode at the end; one of its pods is then
+	// switched to resize mode and stepped in place. Empty skips the rung.
+	ResizeNamespace string
+	Shop, OOM       App
 	// Wait bounds every step.
 	Wait time.Duration
 }
@@ -46,6 +51,17 @@ type Report struct {
 	OOMProfile      string
 	OOMLimitBefore  string
 	OOMLimitAfter   string
+	// Resize is the pod switched to resize mode and stepped in place.
+	Resize ResizeReport
+}
+
+// ResizeReport is the resize rung: one running pod stepped in place toward the profile.
+type ResizeReport struct {
+	Pod                    string
+	CPUBefore, CPUAfter    string
+	State                  string
+	SamePod                bool // same UID, no container restart
+	MemLimBefore, MemLimAf string
 }
 
 // Run plays the scenario, printing progress to w.
@@ -172,6 +188,13 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 	rec.Mark("OOM bump")
 	say("OOM kill seen: %s memory limit recommendation %s → %s", rep.OOMProfile, rep.OOMLimitBefore, rep.OOMLimitAfter)
 
+	if sc.ResizeNamespace != "" {
+		rec.Mark("resize")
+		if rep.Resize, err = sc.resizeRung(ctx, s, say); err != nil {
+			return rep, err
+		}
+	}
+
 	for _, ns := range append(slices.Clone(sc.Namespaces), sc.NewNamespace) {
 		pods, _ := s.AppPods(ctx, ns, sc.Shop.Name)
 		if len(pods) == 0 {
@@ -195,6 +218,54 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 		rep.Rows = append(rep.Rows, row)
 	}
 	return rep, nil
+}
+
+// resizeRung switches one running measure-mode pod to resize mode and waits until Ballast
+// has stepped it in place (the kubelet's side of pods/resize is simulated by the sandbox).
+func (sc Scenario) resizeRung(ctx context.Context, s *Sandbox, say func(string, ...any)) (ResizeReport, error) {
+	say("deploying %s into %s in measure mode (admitted at the author's values)", sc.Shop.Name, sc.ResizeNamespace)
+	if err := s.Deploy(ctx, sc.ResizeNamespace, sc.Shop, ballastv1.ModeMeasure); err != nil {
+		return ResizeReport{}, err
+	}
+	if err := poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, sc.ResizeNamespace, sc.Shop.Name) }); err != nil {
+		return ResizeReport{}, err
+	}
+	pods, err := s.AppPods(ctx, sc.ResizeNamespace, sc.Shop.Name)
+	if err != nil || len(pods) == 0 {
+		return ResizeReport{}, fmt.Errorf("no %s pod to resize: %v", sc.Shop.Name, err)
+	}
+	p := pods[0]
+	r := ResizeReport{Pod: p.Namespace + "/" + p.Name, CPUBefore: p.Spec.Containers[0].Resources.Requests.Cpu().String(),
+		MemLimBefore: qty(p.Spec.Containers[0].Resources.Limits.Memory())}
+	say("labelling pod %s %s=resize: Ballast resizes it in place (kubelet side SIMULATED by the sandbox: statuses report the spec as actuated)",
+		r.Pod, ballastv1.ModeLabel)
+	if err := s.SetPodMode(ctx, &p, ballastv1.ModeResize); err != nil {
+		return r, err
+	}
+	err = poll(ctx, sc.Wait, "in-place resize", func() error {
+		cur := &corev1.Pod{}
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(&p), cur); err != nil {
+			return err
+		}
+		r.CPUAfter = cur.Spec.Containers[0].Resources.Requests.Cpu().String()
+		r.MemLimAf = qty(cur.Spec.Containers[0].Resources.Limits.Memory())
+		r.State = cur.Annotations[ballastv1.ResizeStateAnnotation]
+		restarts := int32(0)
+		for _, cs := range cur.Status.ContainerStatuses {
+			restarts += cs.RestartCount
+		}
+		r.SamePod = cur.UID == p.UID && restarts == 0
+		if r.CPUAfter == r.CPUBefore || r.State != ballastv1.ResizeStateCompleted {
+			return fmt.Errorf("cpu %s, resize-state %q", r.CPUAfter, r.State)
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	say("%s resized in place: cpu request %s → %s, memory limit %s → %s (one step, 50%% of the gap), resize-state %s, same pod and no restart: %v",
+		r.Pod, r.CPUBefore, r.CPUAfter, r.MemLimBefore, r.MemLimAf, r.State, r.SamePod)
+	return r, nil
 }
 
 // PrintTable writes the final table.

@@ -70,6 +70,13 @@ func (s *Sandbox) SetMode(ctx context.Context, ns, app, mode string) error {
 	return s.Client.Patch(ctx, d, patch)
 }
 
+// SetPodMode relabels one running pod's mode (no rollout; the pod stays).
+func (s *Sandbox) SetPodMode(ctx context.Context, p *corev1.Pod, mode string) error {
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Labels[ballastv1.ModeLabel] = mode
+	return s.Client.Patch(ctx, p, patch)
+}
+
 // Rolled reports whether an app's Deployment finished rolling out with every pod Running.
 func (s *Sandbox) Rolled(ctx context.Context, ns, app string) error {
 	d := &appsv1.Deployment{}

@@ -66,8 +66,37 @@ helm.sh/chart: {{ include "ballast.chart" .ctx }}
 /certs/webhook
 {{- end -}}
 
+{{/* An image reference from (dict "image" <values> "ctx" $): repository@digest when a
+digest is set, else repository:tag with the tag defaulting to the chart's appVersion. */}}
+{{- define "ballast.imageRef" -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" .image.repository .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .image.repository (default .ctx.Chart.AppVersion .image.tag) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "ballast.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- include "ballast.imageRef" (dict "image" .Values.image "ctx" .) -}}
+{{- end -}}
+
+{{- define "ballast.agentImage" -}}
+{{- /* A release installed before agent.image existed (helm upgrade --reuse-values) keeps working. */ -}}
+{{- include "ballast.imageRef" (dict "image" (default (dict "repository" "ballastk8s/ballast-node") .Values.agent.image) "ctx" .) -}}
+{{- end -}}
+
+{{/*
+"true" when cert-manager issues the webhook certificate, "" for the built-in certificates.
+An explicit certManager.enabled wins; "auto" follows whether the cluster serves
+cert-manager's Certificate API.
+*/}}
+{{- define "ballast.certManager" -}}
+{{- $e := .Values.certManager.enabled -}}
+{{- if kindIs "bool" $e -}}
+{{- if $e -}}true{{- end -}}
+{{- else if .Capabilities.APIVersions.Has "cert-manager.io/v1/Certificate" -}}
+true
+{{- end -}}
 {{- end -}}
 
 {{/* The store URL both binaries use. */}}
@@ -127,7 +156,7 @@ seccompProfile:
 - --metrics-bind-address=0
 {{- end }}
 - --webhook-cert-path={{ include "ballast.webhookCertPath" . }}
-{{- if .Values.certManager.enabled }}
+{{- if include "ballast.certManager" . }}
 - --webhook-cert-mode=files
 {{- else }}
 - --webhook-cert-mode=builtin
@@ -176,6 +205,12 @@ $(VAR) references are expanded by the kubelet.
 - --kubelet-insecure-skip-verify
 {{- else if .Values.agent.kubelet.caFile }}
 - --kubelet-ca-file={{ .Values.agent.kubelet.caFile }}
+{{- end }}
+{{- with .Values.defaultMetricsSources.kubeletSummary }}
+{{- if .enabled }}
+{{- /* The agent reads the Summary on its own clock; follow the chart's kubelet-summary source. */}}
+- --kubelet-interval={{ .pollInterval }}
+{{- end }}
 {{- end }}
 - --health-probe-bind-address=:{{ .Values.agent.healthPort }}
 {{- if .Values.telemetry.prometheus.enabled }}

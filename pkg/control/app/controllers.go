@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/policies"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
+	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/control/understudy"
 )
@@ -77,6 +79,7 @@ type Controllers struct {
 	Namespaced *policies.Controller
 	Enrollment *enrollment.Controller
 	Profiles   *profiles.Controller
+	Resize     *resize.Controller
 	Understudy *understudy.Parts
 }
 
@@ -94,13 +97,18 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		Namespaced: policies.NewNamespaced(d.Clock, c, d.State, pm, d.Events, d.log(ComponentPolicies)),
 		Enrollment: enrollment.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver, enrollment.NewMetrics(d.Registry), d.log(ComponentWatcher)),
 		Profiles:   profiles.New(d.Clock, c, d.State, d.Resolver, d.Store, profiles.NewMetrics(d.Registry), d.log(ComponentCollector)),
+		Resize: resize.New(c, mgr.GetAPIReader(), d.State, d.Resolver,
+			resize.NewMetrics(d.Registry, d.shared.Clamped),
+			resize.NewEvents(mgr.GetEventRecorderFor(ballastv1.EventComponent)), //nolint:staticcheck // core v1 Events (SPEC §11.3)
+			d.Clock.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests}).
+			WithLogger(d.log(ComponentAdjuster)).WithOOM(resize.NewStoreOOM(o.RedisURL), time.Second),
 	}
 	if o.Understudy {
 		if cs.Understudy, err = understudy.Setup(ctx, mgr, d.Clock, d.State, d.Registry, d.Events, d.log(ComponentUnderstudy), o.understudy()); err != nil {
 			return nil, fmt.Errorf("setting up understudy: %w", err)
 		}
 	}
-	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles}
+	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles, cs.Resize}
 	for _, r := range regs {
 		if err := r.Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering %T: %w", r, err)

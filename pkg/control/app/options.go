@@ -43,6 +43,8 @@ type Options struct {
 	// doom taint keys are comma-separated (§15.3).
 	Understudy                                        bool
 	UnderstudyDoomTaints, UnderstudyInvoluntaryTaints string
+	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on owners.
+	PredictedRequests bool
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -104,6 +106,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevelWatcher, "log-level-watcher", o.LogLevelWatcher, "log level of enrollment (default --log-level)")
 	fs.StringVar(&o.LogLevelCollector, "log-level-collector", o.LogLevelCollector, "log level of profile statistics (default --log-level)")
 	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
+	fs.BoolVar(&o.PredictedRequests, "predicted-requests-annotation", o.PredictedRequests, "publish autoscaling.k8s.io/predicted-pod-requests (Karpenter's in-place RFC) on the Deployments and StatefulSets of sized pods; needs get and patch on them")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")

@@ -111,6 +111,9 @@ func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App,
 	if deps.State == nil {
 		deps.State = config.NewState(deps.kill)
 	}
+	if deps.Registry == nil {
+		deps.Registry = ctrlmetrics.Registry
+	}
 	if deps.Store == nil {
 		deps.Store = store.NewProfileReader(o.RedisURL)
 	}

@@ -41,7 +41,7 @@ func (c *Controller) patchStatus(ctx context.Context, wp *ballastv1.WorkloadProf
 		"meetsThreshold":  next.MeetsThreshold,
 		"activeWorkloads": next.ActiveWorkloads,
 		"activePods":      next.ActivePods,
-		"resize":          next.Resize,
+		"resize":          resizeSummaryPatch(next.Resize),
 		"conditions":      nullIfEmpty(len(next.Conditions), next.Conditions),
 	}
 	if next.State != "" {
@@ -58,6 +58,17 @@ func (c *Controller) patchStatus(ctx context.Context, wp *ballastv1.WorkloadProf
 		return fmt.Errorf("patching status of WorkloadProfile %s: %w", wp.Name, err)
 	}
 	return nil
+}
+
+// resizeSummaryPatch spells every field of status.resize, zero ones as null: the summary's
+// fields are omitempty, and a merge patch leaves a field it omits unchanged, so a count
+// falling to zero would otherwise never be written.
+func resizeSummaryPatch(r ballastv1.ResizeSummary) map[string]any {
+	return map[string]any{
+		"deferredPods":        nullIfEmpty(int(r.DeferredPods), r.DeferredPods),
+		"infeasiblePods":      nullIfEmpty(int(r.InfeasiblePods), r.InfeasiblePods),
+		"oldestDeferredSince": r.OldestDeferredSince,
+	}
 }
 
 func nullIfEmpty(n int, v any) any {

@@ -21,7 +21,9 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // Agent is one ballast-node process.
@@ -31,9 +33,9 @@ type Agent struct {
 	now   func() time.Time
 	disco *discovery.Watcher
 	cg    *cgroup.Reader
-	cgm   *cgroup.Metrics
-	kube  *kubelet.Client // nil when the Summary source is disabled
-	oomw  *oom.Watcher    // nil without inotify (cgroup v1, or inotify unavailable)
+	kube  summarySource // nil when the Summary source is disabled
+	oomw  *oom.Watcher  // nil without inotify (cgroup v1, or inotify unavailable)
+	units *source.Units // every source's metrics and health
 	buf   *buffer.Buffer
 	st    *state
 	store *storeConn
@@ -54,9 +56,10 @@ func newAgent(o *Options, reg *prometheus.Registry) *Agent {
 		o: o, log: ctrl.Log.WithName("ballast-node"), now: time.Now, reg: reg,
 		buf:      buffer.New(series.DefaultWindow, buffer.Limits{Filed: o.BufferMaxWindows, Pending: o.PendingMaxWindows}),
 		st:       newState(),
-		store:    &storeConn{url: o.RedisURL},
+		store:    &storeConn{lazy: store.NewLazy(o.RedisURL)},
 		oomq:     &oomQueue{},
 		m:        newMetrics(reg),
+		units:    source.NewUnits(reg),
 		counters: map[[3]string]prometheus.Counter{},
 	}
 	a.retention.Store(int64(ballastv1.DefaultRetentionWindow))
@@ -76,21 +79,23 @@ func New(o *Options, cfg *rest.Config) (*Agent, error) {
 	if a.cg, err = cgroup.Open(o.CgroupRoot, copts); err != nil {
 		return nil, err
 	}
-	a.cgm = cgroup.NewMetrics(reg)
 	if o.KubeletURL != "" {
-		a.kube, err = kubelet.NewClient(kubelet.Config{URL: o.KubeletURL, TokenFile: o.KubeletTokenFile, CAFile: o.KubeletCAFile,
-			InsecureSkipVerify: o.KubeletInsecureSkipVerify, Metrics: kubelet.NewMetrics(reg)})
+		kc, err := kubelet.NewClient(kubelet.Config{URL: o.KubeletURL, TokenFile: o.KubeletTokenFile, CAFile: o.KubeletCAFile,
+			InsecureSkipVerify: o.KubeletInsecureSkipVerify})
 		if err != nil {
 			return nil, err
 		}
+		a.kube = kc
 	}
 	var oomErr error
 	if a.cg.Version() == cgroup.V2 {
-		if a.oomw, oomErr = oom.NewWatcher(oom.Options{Metrics: oom.NewMetrics(reg)}); oomErr != nil {
+		// OnError runs under the watcher's lock; Fail takes only the units' own.
+		onErr := func(kind string, err error) { a.units.Fail(sourceOOM, a.now(), kind, err) }
+		if a.oomw, oomErr = oom.NewWatcher(a.cg, oom.Options{OnError: onErr}); oomErr != nil {
 			a.log.Error(oomErr, "inotify unavailable: oom kills are found by polling at each sampling interval")
 		}
 	}
-	a.sourceDetails(o.KubeletURL, oomErr)
+	a.addSources(o.KubeletURL, oomErr)
 	if a.disco, err = discovery.NewWatcher(cfg, discovery.Options{NodeName: o.NodeName, MinInterval: o.MinSamplingInterval}); err != nil {
 		return nil, err
 	}

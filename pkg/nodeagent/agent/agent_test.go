@@ -15,11 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ballastk8s/ballast/pkg/cli"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -73,35 +76,84 @@ func TestEnvironmentFallbacks(t *testing.T) {
 	}
 }
 
-func TestSplitErrors(t *testing.T) {
-	err := errors.Join(errors.New("container uid-1/app: reading cpu.stat: no such file"),
-		fmt.Errorf("container uid-2/side: cpu rate: %w\nsecond line", errors.New("went backwards")), errors.New("collecting cgroups: context canceled"))
-	got := splitErrors(err)
-	want := map[string]string{"uid-1/app": "reading cpu.stat: no such file", "uid-2/side": "cpu rate: went backwards; second line",
-		"": "collecting cgroups: context canceled"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("splitErrors = %v, want %v", got, want)
+// Every flag of the set falls back to its variable, also one registered by another package
+// (controller-runtime's --kubeconfig); the deprecated --kubelet-interval sets the same
+// option as --kubelet-min-interval, which wins when both are set.
+func TestEnvFallbackCoversEveryFlag(t *testing.T) {
+	t.Setenv("BALLAST_KUBECONFIG", "/etc/kube/config")
+	t.Setenv("BALLAST_KUBELET_INTERVAL", "30s")
+	t.Setenv("BALLAST_KUBELET_MIN_INTERVAL", "15s")
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "")
+	o := NewOptions()
+	o.AddFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
 	}
-	if len(splitErrors(nil)) != 0 {
-		t.Error("nil error split into something")
+	if *kubeconfig != "/etc/kube/config" || o.KubeletMinInterval != 15*time.Second {
+		t.Errorf("kubeconfig %q, kubelet floor %v", *kubeconfig, o.KubeletMinInterval)
+	}
+	if got := cli.EnvName(EnvPrefix, "flush-max-windows"); got != "BALLAST_FLUSH_MAX_WINDOWS" {
+		t.Errorf("EnvName = %q", got)
+	}
+	o2 := NewOptions()
+	fs2 := flag.NewFlagSet("test", flag.ContinueOnError)
+	o2.AddFlags(fs2)
+	if err := fs2.Parse([]string{"--kubelet-interval", "20s"}); err != nil || o2.KubeletMinInterval != 20*time.Second {
+		t.Errorf("deprecated alias: %v, %v", o2.KubeletMinInterval, err)
 	}
 }
 
+// Each target's errors become one line of the debug view, joined in order.
+func TestErrorsByKey(t *testing.T) {
+	got := errorsByKey([]source.Error{
+		{Key: "uid-1/app", Kind: cgroup.ErrorKindRead, Err: errors.New("reading cpu.stat: no such file")},
+		{Key: "uid-2/side", Kind: cgroup.ErrorKindCounterReset, Err: fmt.Errorf("cpu rate: %w\nsecond line", cgroup.ErrCounterReset)},
+		{Key: "uid-1/app", Kind: cgroup.ErrorKindPeak, Err: errors.New("memory.peak: EIO")},
+	})
+	want := map[string]string{"uid-1/app": "reading cpu.stat: no such file; memory.peak: EIO",
+		"uid-2/side": "cpu rate: cpu usage counter went backwards; second line"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("errorsByKey (-want +got)\n%s", d)
+	}
+	if len(errorsByKey(nil)) != 0 {
+		t.Error("no errors, yet something to show")
+	}
+}
+
+// A kubelet reading is recorded once per refresh (its stats timestamp), and for a pod
+// sampled above the floor once per interval window of those timestamps.
 func TestKubeletReadingsAreNeverRecordedTwice(t *testing.T) {
-	t0 := time.Unix(1_800_000_000, 0)
+	t0 := time.Unix(1_800_000_000, 0) // a multiple of 10 s and of 12 s: window boundaries
+	const floor = 10 * time.Second
 	cases := map[string]struct {
-		kubeletAt, lastKubeletAt, lastRecorded, now time.Time
-		want                                        bool
+		statsAt, last time.Time
+		interval      time.Duration
+		want          bool
 	}{
-		"first reading":                  {t0, time.Time{}, time.Time{}, t0, true},
-		"same kubelet reading again":     {t0, t0, t0, t0.Add(30 * time.Second), false},
-		"new reading, interval passed":   {t0.Add(30 * time.Second), t0, t0, t0.Add(30 * time.Second), true},
-		"new reading, interval not over": {t0.Add(5 * time.Second), t0, t0, t0.Add(5 * time.Second), false},
-		"no kubelet time":                {time.Time{}, time.Time{}, time.Time{}, t0, false},
+		"first reading":                          {t0, time.Time{}, 12 * time.Second, true},
+		"same stats again":                       {t0, t0, 12 * time.Second, false},
+		"older stats":                            {t0, t0.Add(time.Second), time.Second, false},
+		"no stats time":                          {time.Time{}, time.Time{}, time.Second, false},
+		"below the floor: every refresh":         {t0.Add(3 * time.Second), t0, time.Second, true},
+		"at the floor: every refresh":            {t0.Add(3 * time.Second), t0, floor, true},
+		"12s: refreshed within the same window":  {t0.Add(11 * time.Second), t0, 12 * time.Second, false},
+		"12s: refreshed in the next window":      {t0.Add(12 * time.Second), t0.Add(11 * time.Second), 12 * time.Second, true},
+		"12s: window boundary, not elapsed time": {t0.Add(13 * time.Second), t0.Add(11 * time.Second), 12 * time.Second, true},
+		"12s: two windows later":                 {t0.Add(30 * time.Second), t0, 12 * time.Second, true},
 	}
 	for name, c := range cases {
-		if got := due(c.kubeletAt, c.lastKubeletAt, c.lastRecorded, c.now, 10*time.Second); got != c.want {
+		if got := due(c.statsAt, c.last, c.interval, floor); got != c.want {
 			t.Errorf("%s: due = %t", name, got)
+		}
+	}
+	for _, c := range []struct {
+		ivs  []time.Duration
+		want time.Duration
+	}{{nil, 0}, {[]time.Duration{time.Second}, floor}, {[]time.Duration{12 * time.Second, time.Minute}, 12 * time.Second},
+		{[]time.Duration{12 * time.Second, time.Second}, floor}} {
+		if got := summaryPeriod(c.ivs, floor); got != c.want {
+			t.Errorf("summaryPeriod(%v) = %v, want %v", c.ivs, got, c.want)
 		}
 	}
 	if got := nextTick(t0, time.Second, t0.Add(500*time.Millisecond)); !got.Equal(t0.Add(time.Second)) {
@@ -144,7 +196,7 @@ func TestCycleOnCgroupV1(t *testing.T) {
 		Hash: "0123456789abcdef", Interval: time.Second, Containers: []discovery.Container{{Name: "app", ID: "containerd://" + id}}}}
 	t0 := time.Unix(1_800_000_000, 0)
 	a.setPods(pods, "", t0)
-	g := &group{interval: time.Second, coll: cgroup.NewCollector(a.cg, nil), pods: pods}
+	g := &group{interval: time.Second, coll: cgroup.NewCollector(a.cg), pods: pods}
 	defer g.coll.Close()
 	ctx := context.Background()
 	a.cycle(ctx, g, t0)
@@ -180,7 +232,13 @@ func TestCycleOnCgroupV1(t *testing.T) {
 		t.Errorf("container report %+v", c)
 	}
 	if rep.OOMQueued != 1 {
-		t.Errorf("%d OOM events queued, want 1 (Valkey is unreachable)", rep.OOMQueued)
+		t.Fatalf("%d OOM events queued, want 1 (Valkey is unreachable)", rep.OOMQueued)
+	}
+	// The event carries the lifetime peak (memory.max_usage_in_bytes, 48Mi: above every
+	// usage sampled, 40Mi) and the limit (memory.limit_in_bytes, 64Mi), read through the
+	// cgroup package's rooted reader right after the kill.
+	if ev := a.oomq.items[0].ev; ev.PeakBytes != 48<<20 || ev.LimitBytes != 64<<20 {
+		t.Errorf("queued OOM event peak %d, limit %d; want 48Mi, 64Mi", ev.PeakBytes, ev.LimitBytes)
 	}
 	ups := a.buf.Take(0)
 	got := map[string]int64{}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
@@ -30,7 +30,7 @@ const benchPods, benchContainers = 110, 2
 // on a node share their series).
 func benchNode(b *testing.B, interval time.Duration) (*Agent, []discovery.Pod) {
 	b.Helper()
-	tree, err := fixture.New(b.TempDir())
+	tree, err := cgroupfixture.New(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,7 +41,6 @@ func benchNode(b *testing.B, interval time.Duration) (*Agent, []discovery.Pod) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = a.cg.Close() })
-	a.cgm = cgroup.NewMetrics(prometheus.NewRegistry())
 	var pods []discovery.Pod
 	for i := range benchPods {
 		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
@@ -52,7 +51,7 @@ func benchNode(b *testing.B, interval time.Duration) (*Agent, []discovery.Pod) {
 		}
 		for c := range benchContainers {
 			id := fmt.Sprintf("%064x", i*benchContainers+c+1)
-			v := fixture.Values{UsageUsec: uint64(1e6 * (i + 1)), MemoryCurrent: uint64(100+i) << 20, InactiveFileBytes: 10 << 20, MemoryMax: 1 << 30}
+			v := cgroupfixture.Values{UsageUsec: uint64(1e6 * (i + 1)), MemoryCurrent: uint64(100+i) << 20, InactiveFileBytes: 10 << 20, MemoryMax: 1 << 30}
 			if err := tree.AddContainer(uid, p.QOS, id, v); err != nil {
 				b.Fatal(err)
 			}
@@ -77,7 +76,7 @@ func cpuTime() time.Duration {
 // share of a core for the cgroup source.
 func BenchmarkSamplingCycle(b *testing.B) {
 	a, pods := benchNode(b, 10*time.Second)
-	g := &group{interval: 10 * time.Second, coll: cgroup.NewCollector(a.cg, a.cgm), pods: pods}
+	g := &group{interval: 10 * time.Second, coll: cgroup.NewCollector(a.cg), pods: pods}
 	defer g.coll.Close()
 	first := time.Unix(1_800_000_000, 0)
 	now := first

@@ -13,17 +13,14 @@ import (
 	"github.com/ballastk8s/ballast/pkg/store"
 )
 
-// storeConn connects to Valkey lazily, so the agent starts, samples and buffers while
-// Valkey is unreachable, and keeps one Writer per store layout.
+// storeConn is the agent's Valkey connection (store.Lazy: connected on first use, so the
+// agent starts, samples and buffers while Valkey is unreachable, one Writer per layout)
+// and what the debug view shows of it.
 type storeConn struct {
-	url string
+	lazy *store.Lazy
 
-	mu      sync.Mutex
-	client  *store.Client
-	w       *store.Writer
-	layout  series.Layout
-	status  storeStatus
-	closing bool
+	mu     sync.Mutex
+	status storeStatus
 }
 
 type storeStatus struct {
@@ -38,29 +35,8 @@ type storeStatus struct {
 	flushedSamples      int64
 }
 
-// writer returns a Writer for layout l, connecting first if needed.
-func (s *storeConn) writer(l series.Layout) (*store.Writer, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return nil, errors.New("store connection closed")
-	}
-	if s.client == nil {
-		c, err := store.Open(s.url)
-		if err != nil {
-			return nil, err
-		}
-		s.client = c
-	}
-	if s.w == nil || s.layout != l {
-		w, err := store.NewWriter(s.client, l)
-		if err != nil {
-			return nil, err
-		}
-		s.w, s.layout = w, l
-	}
-	return s.w, nil
-}
+// writer returns the Writer for layout l, connecting first if needed.
+func (s *storeConn) writer(l series.Layout) (*store.Writer, error) { return s.lazy.Writer(l) }
 
 func (s *storeConn) failed(at time.Time, err error) {
 	s.mu.Lock()
@@ -86,14 +62,7 @@ func (s *storeConn) snapshot() storeStatus {
 	return s.status
 }
 
-func (s *storeConn) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closing = true
-	if s.client != nil {
-		s.client.Close()
-	}
-}
+func (s *storeConn) close() { s.lazy.Close() }
 
 // redactedURL hides credentials of the store URL for display.
 func redactedURL(raw string) string {

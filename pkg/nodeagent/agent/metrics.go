@@ -4,20 +4,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/buffer"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
 )
 
 // Sources, the source label of the agent's metrics and of the debug view.
 const (
-	sourceCgroup  = "cgroup"
-	sourceKubelet = "kubelet"
+	sourceCgroup  = cgroup.SourceName
+	sourceKubelet = kubelet.SourceName
 	sourceOOM     = "oom"
 )
 
-// metrics are ballast-node's own instruments (SPEC §11.2: the ballast_node_ prefix). The
-// sources add theirs (ballast_node_cgroup_*, ballast_node_kubelet_*, ballast_node_oom_*).
+// metrics are ballast-node's own instruments (SPEC §11.2: the ballast_node_ prefix); the
+// per-source ones (cycle duration, source errors, source up) are source.Units'.
 type metrics struct {
-	cycleDuration  *prometheus.HistogramVec
-	sourceErrors   *prometheus.CounterVec
 	samples        *prometheus.CounterVec
 	seriesFlushed  prometheus.Counter
 	samplesFlushed prometheus.Counter
@@ -31,15 +31,6 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		cycleDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "ballast_node_cycle_duration_seconds",
-			Help:    "Duration of one sampling cycle, by source (cgroup: one interval group of pods; kubelet: one Summary read).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}, []string{"source"}),
-		sourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ballast_node_source_errors_total",
-			Help: "Readings that failed, by source (cgroup, kubelet, oom) and kind.",
-		}, []string{"source", "kind"}),
 		samples: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ballast_node_samples_total",
 			Help: "Samples recorded into local windows, by resource, signal and source.",
@@ -78,7 +69,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 when the last flush or OOM write reached Valkey, else 0.",
 		}),
 	}
-	reg.MustRegister(m.cycleDuration, m.sourceErrors, m.samples, m.seriesFlushed, m.samplesFlushed, m.flushes,
+	reg.MustRegister(m.samples, m.seriesFlushed, m.samplesFlushed, m.flushes,
 		m.flushDuration, m.flushBytes, m.oomEvents, m.pods, m.storeUp)
 	return m
 }

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -61,7 +59,8 @@ func (q *oomQueue) len() int {
 	return len(q.items)
 }
 
-// runOOM delivers the inotify watcher's kill events until ctx is done.
+// runOOM is the OOM source's loop: it delivers the inotify watcher's kill events until
+// ctx is done. (Without inotify, kills are found by the cgroup cycle polling oom_kill.)
 func (a *Agent) runOOM(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
@@ -82,11 +81,11 @@ func (a *Agent) runOOM(ctx context.Context) error {
 // watched falls back to polling oom_kill at its sampling interval.
 func (a *Agent) watchOOM(w watchReq) {
 	err := a.oomw.Add(w.key, w.dir)
+	if err != nil {
+		a.units.Fail(sourceOOM, a.now(), "watch", err)
+	}
 	a.st.mu.Lock()
 	defer a.st.mu.Unlock()
-	if err != nil {
-		a.m.sourceErrors.WithLabelValues(sourceOOM, "watch").Inc()
-	}
 	cs := a.st.ctrs[w.key]
 	if cs == nil {
 		if err == nil {
@@ -123,16 +122,19 @@ func (a *Agent) onOOM(ctx context.Context, e oom.Event) {
 	it := oomItem{podUID: cs.podUID, profileRef: ps.pod.ProfileRef, hash: ps.pod.Hash, kind: kind, queuedAt: a.now(),
 		ev: series.OOMEvent{Container: cs.name, Pod: ps.pod.Key(), Node: a.o.NodeName, At: e.Time, Kind: string(e.Kind)}}
 	peak, limit, hasLimit := cs.maxSeen, cs.limit, cs.hasLimit
-	dir := e.Dir
+	loc, located := cs.loc, cs.located
 	a.st.mu.Unlock()
 
 	// The files still hold the container's lifetime peak and its limit right after the
 	// kill; what the sampler saw last is the fallback.
-	if v, ok := a.readLifetimePeak(dir); ok {
-		peak = max(peak, v)
-	}
-	if v, ok := a.readLimit(dir); ok {
-		limit, hasLimit = v, true
+	if located {
+		ms, _ := a.cg.ReadMemoryState(loc)
+		if ms.HasPeak {
+			peak = max(peak, ms.PeakBytes)
+		}
+		if ms.HasLimit {
+			limit, hasLimit = ms.LimitBytes, true
+		}
 	}
 	it.ev.PeakBytes = clampInt64(peak)
 	if hasLimit && limit != cgroup.Unlimited {
@@ -165,7 +167,7 @@ func (a *Agent) writeOOM(ctx context.Context, it oomItem) bool {
 	if err != nil {
 		a.store.failed(a.now(), err)
 		a.m.storeUp.Set(0)
-		a.m.sourceErrors.WithLabelValues(sourceOOM, "write").Inc()
+		a.units.Fail(sourceOOM, a.now(), "write", err)
 		a.queueOOM(it)
 		return false
 	}
@@ -211,32 +213,6 @@ func (a *Agent) hashOfPod(uid, fallbackRef string) string {
 		return ""
 	}
 	return a.disco.ProfileHash(ref)
-}
-
-func (a *Agent) readLifetimePeak(dir string) (uint64, bool) {
-	name := "memory.peak"
-	if a.cg.Version() == cgroup.V1 {
-		name = "memory.max_usage_in_bytes"
-	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		return 0, false
-	}
-	v, err := cgroup.ParseSingleValue(b)
-	return v, err == nil
-}
-
-func (a *Agent) readLimit(dir string) (uint64, bool) {
-	parse, name := cgroup.ParseMemoryMax, "memory.max"
-	if a.cg.Version() == cgroup.V1 {
-		parse, name = cgroup.ParseV1Limit, "memory.limit_in_bytes"
-	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		return 0, false
-	}
-	v, err := parse(b)
-	return v, err == nil
 }
 
 func clampInt64(v uint64) int64 {

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/ballastk8s/ballast/pkg/cli"
+	"github.com/ballastk8s/ballast/pkg/logging"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 )
 
@@ -24,6 +24,11 @@ const (
 	saTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 	saCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 )
+
+// DefaultKubeletMinInterval is the documented floor of the kubelet Summary cadence: the
+// kubelet's housekeeping refreshes the stats every 10 s (plus jitter, up to ~15 s), so a
+// pod sampled faster gets one ephemeral-storage sample per refresh, never a repeat.
+const DefaultKubeletMinInterval = 10 * time.Second
 
 // Options are ballast-node's settings. Every flag falls back to an environment variable
 // BALLAST_<FLAG> (upper case, '-' → '_'), which the chart sets; NODE_NAME, NODE_IP
@@ -40,7 +45,9 @@ type Options struct {
 	KubeletTokenFile          string
 	KubeletCAFile             string
 	KubeletInsecureSkipVerify bool
-	KubeletInterval           time.Duration
+	// KubeletMinInterval floors the Summary cadence (which otherwise follows the pods'
+	// sampling intervals): the kubelet refreshes its stats only every 10–15 s.
+	KubeletMinInterval time.Duration
 
 	MinSamplingInterval time.Duration
 	FlushInterval       time.Duration
@@ -59,8 +66,7 @@ type Options struct {
 	LogLevel  string
 	LogFormat string
 
-	envErrs []error
-	flags   []string
+	envErr error
 }
 
 // NewOptions returns the documented defaults.
@@ -71,7 +77,7 @@ func NewOptions() *Options {
 		CgroupRoot:             "/sys/fs/cgroup",
 		CgroupDriver:           "auto",
 		CgroupVersion:          "auto",
-		KubeletInterval:        30 * time.Second,
+		KubeletMinInterval:     DefaultKubeletMinInterval,
 		MinSamplingInterval:    time.Second,
 		FlushInterval:          10 * time.Second,
 		FlushTimeout:           5 * time.Second,
@@ -105,15 +111,13 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// AddFlags registers every option on fs and applies BALLAST_* environment fallbacks.
+// AddFlags registers every option on fs and applies the BALLAST_* environment fallbacks
+// of every flag fs holds (cli.ApplyEnv; --kubeconfig too, when registered before).
 func (o *Options) AddFlags(fs *flag.FlagSet) {
-	str := func(p *string, name, usage string) { fs.StringVar(p, name, *p, usage); o.flags = append(o.flags, name) }
-	dur := func(p *time.Duration, name, usage string) {
-		fs.DurationVar(p, name, *p, usage)
-		o.flags = append(o.flags, name)
-	}
-	num := func(p *int, name, usage string) { fs.IntVar(p, name, *p, usage); o.flags = append(o.flags, name) }
-	boolean := func(p *bool, name, usage string) { fs.BoolVar(p, name, *p, usage); o.flags = append(o.flags, name) }
+	str := func(p *string, name, usage string) { fs.StringVar(p, name, *p, usage) }
+	dur := func(p *time.Duration, name, usage string) { fs.DurationVar(p, name, *p, usage) }
+	num := func(p *int, name, usage string) { fs.IntVar(p, name, *p, usage) }
+	boolean := func(p *bool, name, usage string) { fs.BoolVar(p, name, *p, usage) }
 
 	str(&o.NodeName, "node-name", "name of this node; only its pods are sampled (env NODE_NAME)")
 	str(&o.RedisURL, "redis-url", "store URL, redis:// or rediss:// (env REDIS_URL)")
@@ -124,7 +128,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.KubeletTokenFile, "kubelet-token-file", "bearer token file for the kubelet (default: the service-account token)")
 	str(&o.KubeletCAFile, "kubelet-ca-file", "CA bundle verifying the kubelet's serving certificate (default: the service-account CA)")
 	boolean(&o.KubeletInsecureSkipVerify, "kubelet-insecure-skip-verify", "do not verify the kubelet's serving certificate")
-	dur(&o.KubeletInterval, "kubelet-interval", "how often the kubelet Summary API is read (ephemeral storage, cpu/memory fallback)")
+	dur(&o.KubeletMinInterval, "kubelet-interval", "deprecated: same as --kubelet-min-interval")
+	dur(&o.KubeletMinInterval, "kubelet-min-interval", "floor of the kubelet Summary cadence, which follows the pods' sampling intervals (the kubelet refreshes its stats every 10–15 s)")
 	dur(&o.MinSamplingInterval, "min-sampling-interval", "floor of every pod's sampling interval")
 	dur(&o.FlushInterval, "flush-interval", "how often aggregated windows are written to Valkey (one pipelined round trip)")
 	dur(&o.FlushTimeout, "flush-timeout", "bound of one flush")
@@ -140,19 +145,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.LogLevel, "log-level", "debug|info|warn|error")
 	str(&o.LogFormat, "log-format", "json|text")
 
-	for _, name := range o.flags {
-		env := "BALLAST_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			if err := fs.Set(name, v); err != nil {
-				o.envErrs = append(o.envErrs, fmt.Errorf("%s=%q: %w", env, v, err))
-			}
-		}
-	}
+	o.envErr = cli.ApplyEnv(fs, EnvPrefix)
 }
 
 // Validate reports every invalid option at once.
 func (o *Options) Validate() error {
-	errs := append([]error(nil), o.envErrs...)
+	errs := []error{o.envErr}
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("--node-name (env NODE_NAME) is required"))
 	}
@@ -177,7 +175,7 @@ func (o *Options) Validate() error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"kubelet-interval", o.KubeletInterval}, {"min-sampling-interval", o.MinSamplingInterval},
+	}{{"kubelet-min-interval", o.KubeletMinInterval}, {"min-sampling-interval", o.MinSamplingInterval},
 		{"flush-interval", o.FlushInterval}, {"flush-timeout", o.FlushTimeout}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s %v: must be > 0", d.flag, d.v))
@@ -206,15 +204,5 @@ func (o *Options) Validate() error {
 
 // SetupLogging installs the process logger per --log-level and --log-format.
 func (o *Options) SetupLogging() {
-	lvl := map[string]zapcore.Level{"debug": zapcore.DebugLevel, "info": zapcore.InfoLevel,
-		"warn": zapcore.WarnLevel, "error": zapcore.ErrorLevel}[strings.ToLower(o.LogLevel)]
-	ctrl.SetLogger(zap.New(zap.Level(lvl), zap.UseDevMode(false), func(zo *zap.Options) {
-		zo.TimeEncoder = zapcore.ISO8601TimeEncoder
-		if o.LogFormat == "text" {
-			zo.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
-				TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
-				EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder,
-			})
-		}
-	}))
+	ctrl.SetLogger(logging.New(o.LogLevel, o.LogFormat, os.Stderr))
 }

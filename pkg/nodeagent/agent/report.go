@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 )
 
@@ -30,17 +31,16 @@ func (a *Agent) report(f debug.Filter) debug.Report {
 		r.Config = debug.ConfigReport{Synced: snap.Synced, BallastConfigFound: snap.ConfigFound, Retention: snap.Retention.String()}
 	}
 
-	a.st.mu.Lock()
-	r.Config.Paused = a.st.paused
-	for _, name := range []string{sourceCgroup, sourceKubelet, sourceOOM} {
-		s := a.st.sources[name]
-		sr := debug.SourceReport{Name: name, Detail: s.detail, LastRun: s.lastRun, Runs: s.runs, Errors: s.errors,
-			LastError: s.lastErr, LastErrorAt: s.lastErrAt}
-		if s.lastDur > 0 {
-			sr.LastDuration = s.lastDur.String()
+	for _, h := range a.units.Health() {
+		sr := debug.SourceReport{Name: h.Name, Detail: h.Detail, LastRun: h.LastRun, Runs: h.Runs, Errors: h.Errors,
+			LastError: h.LastError, LastErrorAt: h.LastErrorAt}
+		if h.LastDuration > 0 {
+			sr.LastDuration = h.LastDuration.String()
 		}
 		r.Sources = append(r.Sources, sr)
 	}
+	a.st.mu.Lock()
+	r.Config.Paused = a.st.paused
 	wantPod := func(key string) bool { return f.Pod == "" || f.Pod == key }
 	owners := map[string]bool{}
 	for _, ps := range a.st.pods {
@@ -130,22 +130,21 @@ func fillContainer(cr *debug.ContainerReport, cs *ctrState) {
 	}
 }
 
-// sourceDetails fills the one-line description of each source.
-func (a *Agent) sourceDetails(kubeletURL string, oomErr error) {
-	a.st.mu.Lock()
-	defer a.st.mu.Unlock()
-	a.st.sources[sourceCgroup].detail = "cgroup " + a.cg.Version().String() + " at " + a.o.CgroupRoot + " (driver " + a.o.CgroupDriver + ")"
+// addSources declares the three sources with their one-line descriptions, in the order
+// the debug view lists them.
+func (a *Agent) addSources(kubeletURL string, oomErr error) {
+	a.units.Add(sourceCgroup, "cgroup "+a.cg.Version().String()+" at "+a.o.CgroupRoot+" (driver "+a.o.CgroupDriver+")")
 	if kubeletURL == "" {
-		a.st.sources[sourceKubelet].detail = "disabled (no --kubelet-url): no ephemeral-storage samples, no cpu/memory fallback"
+		a.units.Add(sourceKubelet, "disabled (no --kubelet-url): no ephemeral-storage samples, no cpu/memory fallback")
 	} else {
-		a.st.sources[sourceKubelet].detail = kubeletURL + " every " + a.o.KubeletInterval.String()
+		a.units.Add(sourceKubelet, kubeletURL+" at the pods' sampling intervals, at most every "+a.o.KubeletMinInterval.String())
 	}
 	switch {
 	case oomErr != nil:
-		a.st.sources[sourceOOM].detail = "inotify unavailable (" + oomErr.Error() + "): oom_kill polled at each sampling interval"
-	case a.cg.Version().String() == "v1":
-		a.st.sources[sourceOOM].detail = "cgroup v1: oom_kill of memory.oom_control polled at each sampling interval"
+		a.units.Add(sourceOOM, "inotify unavailable ("+oomErr.Error()+"): oom_kill polled at each sampling interval")
+	case a.cg.Version() == cgroup.V1:
+		a.units.Add(sourceOOM, "cgroup v1: oom_kill of memory.oom_control polled at each sampling interval")
 	default:
-		a.st.sources[sourceOOM].detail = "inotify on memory.events.local of each container and its pod"
+		a.units.Add(sourceOOM, "inotify on memory.events.local of each container and its pod")
 	}
 }

@@ -10,11 +10,9 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 	"github.com/ballastk8s/ballast/pkg/series"
 )
-
-// maxWait bounds how long the sampling loop sleeps, so its heartbeat stays fresh.
-const maxWait = 5 * time.Second
 
 // group samples the pods that share one sampling interval. Each group has its own
 // Collector, because a Collector forgets the targets missing from a Collect.
@@ -25,7 +23,7 @@ type group struct {
 	next     time.Time
 }
 
-// runSampler is the cgroup sampling loop: every group is collected at its interval.
+// runSampler is the cgroup source's loop: every group is collected at its interval.
 func (a *Agent) runSampler(ctx context.Context) error {
 	groups := map[time.Duration]*group{}
 	defer func() {
@@ -35,33 +33,22 @@ func (a *Agent) runSampler(ctx context.Context) error {
 	}()
 	var seen uint64
 	first := true
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		now := a.now()
+	return a.loop(ctx, a.disco.Changed(), func(ctx context.Context, now time.Time) time.Time {
 		a.heartbeat.Store(now.UnixNano())
 		if snap := a.disco.Snapshot(); first || snap.Version != seen {
 			first, seen = false, snap.Version
 			a.regroup(groups, snap, now)
 		}
+		next := now.Add(maxWait)
 		for _, g := range groups {
 			if !now.Before(g.next) {
 				a.cycle(ctx, g, now)
 				g.next = nextTick(g.next, g.interval, a.now())
 			}
+			next = minTime(next, g.next)
 		}
-		wait := maxWait
-		for _, g := range groups {
-			wait = min(wait, g.next.Sub(a.now()))
-		}
-		timer.Reset(max(wait, 0))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-a.disco.Changed():
-		case <-timer.C:
-		}
-	}
+		return next
+	})
 }
 
 // nextTick advances a schedule by whole intervals past now (missed ticks are skipped).
@@ -98,7 +85,7 @@ func (a *Agent) regroup(groups map[time.Duration]*group, snap discovery.Snapshot
 	for iv, ps := range by {
 		g := groups[iv]
 		if g == nil {
-			g = &group{interval: iv, coll: cgroup.NewCollector(a.cg, a.cgm), next: now}
+			g = &group{interval: iv, coll: cgroup.NewCollector(a.cg), next: now}
 			groups[iv] = g
 		}
 		g.pods = ps
@@ -128,12 +115,11 @@ func (a *Agent) setPods(pods []discovery.Pod, paused string, now time.Time) {
 	}
 }
 
-// watchReq asks for an OOM watch on a container's cgroup directory.
+// watchReq asks for an OOM watch on a container's cgroup directory (relative to the root).
 type watchReq struct{ key, dir string }
 
 // cycle reads the cgroups of one group's containers and records their samples.
 func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
-	start := time.Now()
 	targets := make([]cgroup.Target, 0, 2*len(g.pods))
 	for _, p := range g.pods {
 		for _, c := range p.Containers {
@@ -143,8 +129,8 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 			}
 		}
 	}
-	readings, err := g.coll.Collect(ctx, now, targets)
-	errs := splitErrors(err)
+	readings, errList, _ := source.Collect(ctx, a.units, g.coll, now, targets)
+	errs := errorsByKey(errList)
 
 	var watches []watchReq
 	var polled []oom.Event
@@ -186,13 +172,8 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 			cs.errorLocked(sourceCgroup, msg, now)
 		}
 	}
-	a.st.sourceRunLocked(sourceCgroup, now, time.Since(start), err)
 	a.st.mu.Unlock()
 
-	a.m.cycleDuration.WithLabelValues(sourceCgroup).Observe(time.Since(start).Seconds())
-	if n := len(errs); n > 0 {
-		a.m.sourceErrors.WithLabelValues(sourceCgroup, "container").Add(float64(n))
-	}
 	for _, w := range watches {
 		a.watchOOM(w)
 	}
@@ -232,8 +213,8 @@ func (a *Agent) applyReadingLocked(p discovery.Pod, cs *ctrState, rd *cgroup.Rea
 		}
 		cs.polledOOM, cs.hasPolledOOM = s.OOMKills, true
 	}
-	if a.oomw != nil && rd.Location.Version == cgroup.V2 && (!cs.oomWatched || cs.oomDir != cs.memPath) {
-		return &watchReq{key: cs.key, dir: cs.memPath}, ev
+	if a.oomw != nil && rd.Location.Version == cgroup.V2 && (!cs.oomWatched || cs.oomDir != rd.Location.MemoryDir) {
+		return &watchReq{key: cs.key, dir: rd.Location.MemoryDir}, ev
 	}
 	return nil, ev
 }
@@ -259,26 +240,15 @@ func (a *Agent) recordLocked(p discovery.Pod, cs *ctrState, resource, signal str
 	}
 }
 
-// splitErrors maps a Collect error to the containers it names ("container <key>: …"); the
-// rest is listed under "".
-func splitErrors(err error) map[string]string {
-	out := map[string]string{}
-	if err == nil {
-		return out
-	}
-	list := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
-	}
-	for _, e := range list {
-		msg := e.Error()
-		if rest, ok := strings.CutPrefix(msg, "container "); ok {
-			if key, detail, ok := strings.Cut(rest, ": "); ok {
-				out[key] = strings.ReplaceAll(detail, "\n", "; ")
-				continue
-			}
+// errorsByKey joins each target's error messages into one line for the debug view.
+func errorsByKey(errs []source.Error) map[string]string {
+	out := make(map[string]string, len(errs))
+	for _, e := range errs {
+		msg := strings.ReplaceAll(e.Err.Error(), "\n", "; ")
+		if prev := out[e.Key]; prev != "" {
+			msg = prev + "; " + msg
 		}
-		out[""] = strings.ReplaceAll(msg, "\n", "; ")
+		out[e.Key] = msg
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/buffer"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 )
 
 // state is what the agent knows per pod and container; the sampling loops update it and
@@ -18,41 +19,37 @@ type state struct {
 	ctrs     map[string]*ctrState // by container key
 	departed map[string]departed  // pods that left the node while holding pending samples
 	tallies  map[tallyKey]*tally
-	sources  map[string]*sourceState
 	paused   string
 	gen      uint64
 }
 
 type podState struct {
 	pod discovery.Pod
-	// emptyDirAt is the kubelet's time of the last recorded emptyDir reading, recordedAt
-	// the agent's time of that recording.
-	emptyDirAt, emptyDirRecordedAt time.Time
+	// emptyDirAt is the kubelet's time of the last recorded emptyDir reading.
+	emptyDirAt time.Time
 }
 
 type ctrState struct {
 	key, podUID, name, id string
 	sidecar               bool
 
-	located           bool
-	loc               cgroup.Location
-	cpuPath, memPath  string // absolute cgroup directories
-	peakMode          string
-	oomWatched        bool
-	oomDir            string
-	cgroupTried       bool // a cgroup cycle has read (or tried to read) the container
-	cpuOK, memOK      bool // the last cgroup cycle produced the signal
-	limit             uint64
-	hasLimit          bool
-	maxSeen           uint64 // largest usage or peak seen, the OOM peak of last resort
-	polledOOM         uint64 // memory.events / oom_control oom_kill, for the polling fallback
-	hasPolledOOM      bool
-	last              map[buffer.Series]lastSample
-	errs              map[string]*errState
-	oomKills          map[string]int64
-	kubeletAt         map[string]time.Time // kubelet times of the last recorded readings
-	kubeletRecordedAt map[string]time.Time
-	gen               uint64 // the setPodsLocked call that last listed the container
+	located          bool
+	loc              cgroup.Location
+	cpuPath, memPath string // absolute cgroup directories (the debug view)
+	oomWatched       bool
+	oomDir           string // the watched directory, relative to the cgroup root
+	cgroupTried      bool   // a cgroup cycle has read (or tried to read) the container
+	cpuOK, memOK     bool   // the last cgroup cycle produced the signal
+	limit            uint64
+	hasLimit         bool
+	maxSeen          uint64 // largest usage or peak seen, the OOM peak of last resort
+	polledOOM        uint64 // memory.events / oom_control oom_kill, for the polling fallback
+	hasPolledOOM     bool
+	last             map[buffer.Series]lastSample
+	errs             map[string]*errState
+	oomKills         map[string]int64
+	kubeletAt        map[string]time.Time // kubelet (stats) times of the last recorded readings
+	gen              uint64               // the setPodsLocked call that last listed the container
 }
 
 type lastSample struct {
@@ -84,23 +81,13 @@ type tally struct {
 	touched           time.Time
 }
 
-type sourceState struct {
-	detail       string
-	lastRun      time.Time
-	lastDur      time.Duration
-	runs, errors int64
-	lastErr      string
-	lastErrAt    time.Time
-}
-
 func newState() *state {
 	return &state{pods: map[string]*podState{}, ctrs: map[string]*ctrState{}, departed: map[string]departed{},
-		tallies: map[tallyKey]*tally{}, sources: map[string]*sourceState{
-			sourceCgroup: {}, sourceKubelet: {}, sourceOOM: {},
-		}}
+		tallies: map[tallyKey]*tally{}}
 }
 
-func containerKey(podUID, name string) string { return podUID + "/" + name }
+// containerKey names a container in the state, the cgroup targets and the sources' errors.
+func containerKey(podUID, name string) string { return source.ContainerKey(podUID, name) }
 
 // setPodsLocked makes pods the current set. It returns the keys of containers that are
 // gone (their OOM watches must be removed). Pods that left keep their profile-ref for a
@@ -121,8 +108,7 @@ func (s *state) setPodsLocked(pods []discovery.Pod, now time.Time) (gone []strin
 			cs := s.ctrs[k]
 			if cs == nil {
 				cs = &ctrState{key: k, podUID: p.UID, name: c.Name, last: map[buffer.Series]lastSample{},
-					errs: map[string]*errState{}, oomKills: map[string]int64{}, kubeletAt: map[string]time.Time{},
-					kubeletRecordedAt: map[string]time.Time{}}
+					errs: map[string]*errState{}, oomKills: map[string]int64{}, kubeletAt: map[string]time.Time{}}
 				s.ctrs[k] = cs
 			}
 			cs.sidecar = c.Sidecar
@@ -158,17 +144,6 @@ func (cs *ctrState) errorLocked(source, msg string, at time.Time) {
 	}
 	e.msg, e.at = msg, at
 	e.count++
-}
-
-// sourceRunLocked records one run of a source.
-func (s *state) sourceRunLocked(name string, at time.Time, d time.Duration, err error) {
-	src := s.sources[name]
-	src.lastRun, src.lastDur = at, d
-	src.runs++
-	if err != nil {
-		src.errors++
-		src.lastErr, src.lastErrAt = err.Error(), at
-	}
 }
 
 // owner is the tally owner of a pod's samples: its hash, or the pod while unbound.

@@ -2,37 +2,69 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 	"github.com/ballastk8s/ballast/pkg/series"
 )
 
-// runSummary reads the kubelet Summary API every KubeletInterval: ephemeral storage per
-// container (rootfs + logs), the pod-level emptyDir series, and cpu/memory for containers
-// whose cgroup files could not be read.
+// summarySource is the kubelet Summary source (a *kubelet.Client; tests plug in others).
+type summarySource = source.Source[map[string]kubelet.Pod, kubelet.Readings]
+
+// runSummary is the kubelet source's loop. The Summary is read at the pods' cadence (SPEC
+// §4.1: each pod's sampling interval), never more often than --kubelet-min-interval, the
+// kubelet's own refresh period (10–15 s): ephemeral storage per container (rootfs + logs),
+// the pod-level emptyDir series, and cpu/memory of containers whose cgroup files cannot be
+// read.
 func (a *Agent) runSummary(ctx context.Context) error {
-	t := time.NewTicker(a.o.KubeletInterval)
-	defer t.Stop()
-	for {
-		a.summaryOnce(ctx, a.now())
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	var last time.Time
+	return a.loop(ctx, nil, func(ctx context.Context, now time.Time) time.Time { return a.summaryTurn(ctx, now, &last) })
 }
 
-// due reports whether a kubelet-sourced signal may be recorded again: the kubelet has a
-// newer reading than the last one recorded (the same reading twice would be an invented
-// sample), and the pod's sampling interval has passed since (with 10% slack for jitter).
-func due(kubeletAt, lastKubeletAt, lastRecorded, now time.Time, interval time.Duration) bool {
-	if kubeletAt.IsZero() || !kubeletAt.After(lastKubeletAt) {
-		return false
+// summaryTurn reads the Summary when a new read period has begun since *last (the time of
+// the previous read), and returns when the next one begins. Reads fall on period
+// boundaries, so every interval window of every pod (each at least one period long) holds
+// one.
+func (a *Agent) summaryTurn(ctx context.Context, now time.Time, last *time.Time) time.Time {
+	want, period := a.summaryTargets()
+	if period == 0 {
+		return now.Add(maxWait)
 	}
-	return lastRecorded.IsZero() || now.Sub(lastRecorded) >= interval*9/10
+	if last.IsZero() || !now.Truncate(period).Equal(last.Truncate(period)) {
+		a.summaryOnce(ctx, now, want)
+		*last = now
+	}
+	return now.Truncate(period).Add(period)
+}
+
+// summaryPeriod is how often the Summary is read for pods sampled at these intervals: the
+// smallest of them, floored at the kubelet's refresh period; 0 without pods.
+func summaryPeriod(intervals []time.Duration, floor time.Duration) time.Duration {
+	var p time.Duration
+	for _, iv := range intervals {
+		iv = max(iv, floor)
+		if p == 0 || iv < p {
+			p = iv
+		}
+	}
+	return p
+}
+
+// due reports whether a kubelet reading whose stats were taken at statsAt is recorded, the
+// last recorded one having been taken at last. The stats' own timestamps decide, not the
+// time of the read: a reading the kubelet has not refreshed since is never recorded twice,
+// and for a pod whose interval is above the floor only the first reading of each interval
+// window (aligned on those timestamps) is, so a container contributes one sample per
+// interval. At or below the floor every refresh counts once.
+func due(statsAt, last time.Time, interval, floor time.Duration) bool {
+	switch {
+	case statsAt.IsZero() || !statsAt.After(last):
+		return false
+	case last.IsZero() || interval <= floor:
+		return true
+	}
+	return !statsAt.Truncate(interval).Equal(last.Truncate(interval))
 }
 
 // sampleTime is the kubelet's time of a reading when it is plausible, else now.
@@ -43,9 +75,13 @@ func sampleTime(kubeletAt, now time.Time) time.Time {
 	return kubeletAt
 }
 
-func (a *Agent) summaryOnce(ctx context.Context, now time.Time) {
+// summaryTargets lists what to read for every pod with a running container, and the read
+// period those pods need.
+func (a *Agent) summaryTargets() (map[string]kubelet.Pod, time.Duration) {
 	a.st.mu.Lock()
+	defer a.st.mu.Unlock()
 	want := make(map[string]kubelet.Pod, len(a.st.pods))
+	intervals := make([]time.Duration, 0, len(a.st.pods))
 	for uid, ps := range a.st.pods {
 		kp := kubelet.Pod{EmptyDirVolumes: ps.pod.EmptyDirVolumes}
 		for _, c := range ps.pod.Containers {
@@ -55,25 +91,23 @@ func (a *Agent) summaryOnce(ctx context.Context, now time.Time) {
 		}
 		if len(kp.Containers) > 0 {
 			want[uid] = kp
+			intervals = append(intervals, ps.pod.Interval)
 		}
 	}
-	a.st.mu.Unlock()
-	if len(want) == 0 {
+	return want, summaryPeriod(intervals, a.o.KubeletMinInterval)
+}
+
+// summaryOnce reads the Summary once and records what is due.
+func (a *Agent) summaryOnce(ctx context.Context, now time.Time, want map[string]kubelet.Pod) {
+	cctx, cancel := context.WithTimeout(ctx, max(a.o.KubeletMinInterval, 10*time.Second))
+	col, errs, err := source.Collect(cctx, a.units, a.kube, now, want)
+	cancel()
+	if err != nil {
 		return
 	}
-	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, max(a.o.KubeletInterval, 10*time.Second))
-	col, err := a.kube.Collect(cctx, now, want)
-	cancel()
-	a.m.cycleDuration.WithLabelValues(sourceKubelet).Observe(time.Since(start).Seconds())
-
+	floor := a.o.KubeletMinInterval
 	a.st.mu.Lock()
 	defer a.st.mu.Unlock()
-	a.st.sourceRunLocked(sourceKubelet, now, time.Since(start), err)
-	if err != nil {
-		a.m.sourceErrors.WithLabelValues(sourceKubelet, "request").Inc()
-		return
-	}
 	for _, cr := range col.Containers {
 		ps := a.st.pods[cr.PodUID]
 		cs := a.st.ctrs[containerKey(cr.PodUID, cr.Container)]
@@ -81,37 +115,36 @@ func (a *Agent) summaryOnce(ctx context.Context, now time.Time) {
 			continue
 		}
 		iv := ps.pod.Interval
-		if cr.HasEphemeralStorage && due(cr.EphemeralStorageTime, cs.kubeletAt["eph"], cs.kubeletRecordedAt["eph"], now, iv) {
+		if cr.HasEphemeralStorage && due(cr.EphemeralStorageTime, cs.kubeletAt["eph"], iv, floor) {
 			a.recordLocked(ps.pod, cs, series.ResourceEphemeralStorage, series.SignalUsage, float64(cr.EphemeralStorageBytes),
 				sampleTime(cr.EphemeralStorageTime, now), sourceKubelet, nil)
-			cs.kubeletAt["eph"], cs.kubeletRecordedAt["eph"] = cr.EphemeralStorageTime, now
+			cs.kubeletAt["eph"] = cr.EphemeralStorageTime
 		}
 		// cpu and memory come from the kubelet only while the cgroup files fail.
-		if cs.cgroupTried && !cs.cpuOK && cr.HasMilliCPU && due(cr.CPUTime, cs.kubeletAt["cpu"], cs.kubeletRecordedAt["cpu"], now, iv) {
+		if cs.cgroupTried && !cs.cpuOK && cr.HasMilliCPU && due(cr.CPUTime, cs.kubeletAt["cpu"], iv, floor) {
 			a.recordLocked(ps.pod, cs, series.ResourceCPU, series.SignalUsage, float64(cr.MilliCPU),
 				sampleTime(cr.CPUTime, now), sourceKubelet, nil)
-			cs.kubeletAt["cpu"], cs.kubeletRecordedAt["cpu"] = cr.CPUTime, now
+			cs.kubeletAt["cpu"] = cr.CPUTime
 		}
-		if cs.cgroupTried && !cs.memOK && cr.HasWorkingSet && due(cr.MemoryTime, cs.kubeletAt["mem"], cs.kubeletRecordedAt["mem"], now, iv) {
+		if cs.cgroupTried && !cs.memOK && cr.HasWorkingSet && due(cr.MemoryTime, cs.kubeletAt["mem"], iv, floor) {
 			a.recordLocked(ps.pod, cs, series.ResourceMemory, series.SignalUsage, float64(cr.WorkingSetBytes),
 				sampleTime(cr.MemoryTime, now), sourceKubelet, nil)
-			cs.kubeletAt["mem"], cs.kubeletRecordedAt["mem"] = cr.MemoryTime, now
+			cs.kubeletAt["mem"] = cr.MemoryTime
 			cs.maxSeen = max(cs.maxSeen, cr.WorkingSetBytes)
 		}
 	}
 	for _, pr := range col.Pods {
 		ps := a.st.pods[pr.PodUID]
-		if ps == nil || !due(pr.Time, ps.emptyDirAt, ps.emptyDirRecordedAt, now, ps.pod.Interval) {
+		if ps == nil || !due(pr.Time, ps.emptyDirAt, ps.pod.Interval, floor) {
 			continue
 		}
 		a.recordLocked(ps.pod, nil, series.ResourceEphemeralStorage, series.SignalUsage, float64(pr.EmptyDirBytes),
 			sampleTime(pr.Time, now), sourceKubelet, nil)
-		ps.emptyDirAt, ps.emptyDirRecordedAt = pr.Time, now
+		ps.emptyDirAt = pr.Time
 	}
-	for _, sk := range col.Skipped {
-		a.m.sourceErrors.WithLabelValues(sourceKubelet, "skipped_"+string(sk.Signal)).Inc()
-		if cs := a.st.ctrs[containerKey(sk.PodUID, sk.Container)]; cs != nil && sk.Container != "" {
-			cs.errorLocked(sourceKubelet, fmt.Sprintf("%s reading skipped: %s", sk.Signal, sk.Reason), now)
+	for key, msg := range errorsByKey(errs) {
+		if cs := a.st.ctrs[key]; cs != nil {
+			cs.errorLocked(sourceKubelet, msg, now)
 		}
 	}
 }

@@ -6,6 +6,20 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
+)
+
+// SourceName is the cgroup source's name in the agent's metrics and debug view.
+const SourceName = "cgroup"
+
+// Error kinds of the cgroup source (the kind label of ballast_node_source_errors_total).
+const (
+	ErrorKindLocate       = "locate"        // no cgroup directory for the container
+	ErrorKindRead         = "read"          // a file could not be read or parsed
+	ErrorKindCounterReset = "counter_reset" // cpu usage went backwards: no rate this time
+	ErrorKindCPURate      = "cpu_rate"      // no usable rate for another reason
+	ErrorKindPeak         = "peak"          // memory.peak could not be opened or read
 )
 
 // Target is one container to sample.
@@ -37,10 +51,10 @@ type Reading struct {
 // Collector samples a changing set of containers, keeping per container what interval
 // signals need (the previous cpu counter and an open PeakTracker) and its cgroup
 // directories open, so a cycle reads each file by its name instead of resolving its whole
-// path again. Safe for concurrent use, though one Collect at a time is the intended use.
+// path again. It is a source.Source. Safe for concurrent use, though one Collect at a time
+// is the intended use.
 type Collector struct {
 	r   *Reader
-	m   *Metrics
 	mu  sync.Mutex
 	st  map[string]*targetState
 	gen uint64 // counts Collects, to find the targets a Collect no longer lists
@@ -57,18 +71,20 @@ type targetState struct {
 	peak    *PeakTracker
 }
 
-// NewCollector returns a Collector reading through r; m may be nil.
-func NewCollector(r *Reader, m *Metrics) *Collector {
-	return &Collector{r: r, m: m, st: make(map[string]*targetState)}
+// NewCollector returns a Collector reading through r.
+func NewCollector(r *Reader) *Collector {
+	return &Collector{r: r, st: make(map[string]*targetState)}
 }
+
+// Name is SourceName.
+func (c *Collector) Name() string { return SourceName }
 
 // Collect reads every target at time now and returns one Reading per target whose cgroup
 // was found. Targets absent from the list are forgotten (their peak files and directories
-// closed); a target whose container ID changed starts over. The error joins one error per
-// target that failed in part or whole; the readings still carry whatever was read.
-func (c *Collector) Collect(ctx context.Context, now time.Time, targets []Target) ([]Reading, error) {
-	start := time.Now()
-	defer func() { c.m.observeDuration(time.Since(start)) }()
+// closed); a target whose container ID changed starts over. Each part of a target that
+// failed is one source.Error keyed by Target.Key (a target may have several, and still a
+// Reading with whatever was read). The error is the context's, when it ended the cycle.
+func (c *Collector) Collect(ctx context.Context, now time.Time, targets []Target) ([]Reading, []source.Error, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 
@@ -86,23 +102,26 @@ func (c *Collector) Collect(ctx context.Context, now time.Time, targets []Target
 	}
 
 	readings := make([]Reading, 0, len(targets))
-	var errs []error
+	var errs []source.Error
 	for _, t := range targets {
 		if err := ctx.Err(); err != nil {
-			return readings, errors.Join(append(errs, fmt.Errorf("collecting cgroups: %w", err))...)
+			return readings, errs, fmt.Errorf("collecting cgroups: %w", err)
 		}
-		rd, ok, err := c.collectOne(t, now)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("container %s: %w", t.Key, err))
-		}
+		var rd Reading
+		var ok bool
+		rd, ok, errs = c.collectOne(t, now, errs)
 		if ok {
 			readings = append(readings, rd)
 		}
 	}
-	return readings, errors.Join(errs...)
+	return readings, errs, nil
 }
 
-func (c *Collector) collectOne(t Target, now time.Time) (Reading, bool, error) {
+// collectOne reads one target, appending its errors to errs.
+func (c *Collector) collectOne(t Target, now time.Time, errs []source.Error) (Reading, bool, []source.Error) {
+	fail := func(kind string, err error) {
+		errs = append(errs, source.Error{Key: t.Key, Kind: kind, Err: err})
+	}
 	s := c.st[t.Key]
 	if s != nil && s.target != t {
 		s.close()
@@ -111,9 +130,9 @@ func (c *Collector) collectOne(t Target, now time.Time) (Reading, bool, error) {
 	if s == nil {
 		loc, err := c.r.LocateContainer(t.PodUID, t.QOS, t.ContainerID)
 		if err != nil {
-			c.m.countError(ErrorKindLocate)
 			delete(c.st, t.Key)
-			return Reading{}, false, err
+			fail(ErrorKindLocate, err)
+			return Reading{}, false, errs
 		}
 		s = &targetState{target: t, loc: loc, gen: c.gen}
 		c.st[t.Key] = s
@@ -132,30 +151,25 @@ func (c *Collector) collectOne(t Target, now time.Time) (Reading, bool, error) {
 		s.closeDirs()
 	}
 	if readErr != nil {
-		c.m.countError(ErrorKindRead)
+		fail(ErrorKindRead, readErr)
 	}
 	if !sample.HasCPU && !sample.HasMemory {
 		// The cgroup is most likely gone; locate it afresh next time.
 		s.close()
 		delete(c.st, t.Key)
-		return Reading{}, false, readErr
+		return Reading{}, false, errs
 	}
 	rd := Reading{Key: t.Key, Location: s.loc, Sample: sample}
-	var errs []error
-	if readErr != nil {
-		errs = append(errs, readErr)
-	}
 
 	if sample.HasCPU {
 		if s.hasPrev {
 			m, err := MilliCPU(s.prevCPU, sample.CPU)
 			if err == nil {
 				rd.MilliCPU, rd.HasMilliCPU = m, true
+			} else if errors.Is(err, ErrCounterReset) {
+				fail(ErrorKindCounterReset, fmt.Errorf("cpu rate: %w", err))
 			} else {
-				if errors.Is(err, ErrCounterReset) {
-					c.m.countError(ErrorKindCounterReset)
-				}
-				errs = append(errs, fmt.Errorf("cpu rate: %w", err))
+				fail(ErrorKindCPURate, fmt.Errorf("cpu rate: %w", err))
 			}
 		}
 		s.prevCPU, s.hasPrev = sample.CPU, true
@@ -164,8 +178,7 @@ func (c *Collector) collectOne(t Target, now time.Time) (Reading, bool, error) {
 	if s.peak == nil {
 		p, err := c.r.OpenPeak(s.loc)
 		if err != nil {
-			c.m.countError(ErrorKindPeak)
-			errs = append(errs, err)
+			fail(ErrorKindPeak, err)
 		} else {
 			s.peak = p
 			if sample.HasMemory {
@@ -182,11 +195,10 @@ func (c *Collector) collectOne(t Target, now time.Time) (Reading, bool, error) {
 			rd.Peak, rd.HasPeak = pr, true
 		case errors.Is(err, ErrNoPeak):
 		default:
-			c.m.countError(ErrorKindPeak)
-			errs = append(errs, err)
+			fail(ErrorKindPeak, err)
 		}
 	}
-	return rd, true, errors.Join(errs...)
+	return rd, true, errs
 }
 
 // Close closes every open peak file and directory.
@@ -214,3 +226,5 @@ func (s *targetState) closeDirs() {
 		s.dirs = nil
 	}
 }
+
+var _ source.Source[[]Target, []Reading] = (*Collector)(nil)

@@ -8,16 +8,36 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 )
+
+// kinds returns each target's error kinds, and fails the test unless every error wraps
+// its cause (so callers can still use errors.Is).
+func kinds(t *testing.T, errs []source.Error) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, e := range errs {
+		if e.Err == nil {
+			t.Fatalf("error of %s (%s) has no cause", e.Key, e.Kind)
+		}
+		out[e.Key] = append(out[e.Key], e.Kind)
+	}
+	return out
+}
+
+func hasErr(errs []source.Error, key string, target error) bool {
+	for _, e := range errs {
+		if e.Key == key && errors.Is(e.Err, target) {
+			return true
+		}
+	}
+	return false
+}
 
 func TestCollector(t *testing.T) {
 	dir := copyTree(t, "testdata/cgroupfs-v2")
 	r := openReader(t, dir, Options{})
-	reg := prometheus.NewPedanticRegistry()
-	m := NewMetrics(reg)
-	c := NewCollector(r, m)
+	c := NewCollector(r)
 	defer c.Close()
 
 	burstable := Target{Key: "b/app", PodUID: uidB, QOS: Burstable, ContainerID: "containerd://" + idB}
@@ -33,9 +53,12 @@ func TestCollector(t *testing.T) {
 	ctx := context.Background()
 
 	// Cycle 1: no interval yet, so no rate and no peak; the wrong-QoS target is reported.
-	got, err := c.Collect(ctx, t0, []Target{burstable, besteffort, gone})
-	if !errors.Is(err, ErrNotFound) {
-		t.Errorf("cycle 1 error %v, want ErrNotFound for %s", err, gone.Key)
+	got, errs, err := c.Collect(ctx, t0, []Target{burstable, besteffort, gone})
+	if err != nil || !hasErr(errs, gone.Key, ErrNotFound) {
+		t.Errorf("cycle 1 errors %+v (%v), want ErrNotFound for %s", errs, err, gone.Key)
+	}
+	if k := kinds(t, errs); len(k) != 1 || len(k[gone.Key]) != 1 || k[gone.Key][0] != ErrorKindLocate {
+		t.Errorf("cycle 1 error kinds %v, want one locate error for %s only", k, gone.Key)
 	}
 	if len(got) != 2 || got[0].Key != burstable.Key || got[0].HasMilliCPU || got[0].HasPeak {
 		t.Fatalf("cycle 1: %+v", got)
@@ -47,9 +70,9 @@ func TestCollector(t *testing.T) {
 	// Cycle 2, 10 s later: 1.5 s of cpu (150m), the lifetime peak rose (exact).
 	write("cpu.stat", "usage_usec 4000000\n")
 	write("memory.peak", "70000000\n")
-	got, err = c.Collect(ctx, t0.Add(10*time.Second), []Target{burstable})
-	if err != nil {
-		t.Fatal(err)
+	got, errs, err = c.Collect(ctx, t0.Add(10*time.Second), []Target{burstable})
+	if err != nil || len(errs) != 0 {
+		t.Fatal(err, errs)
 	}
 	if len(got) != 1 || !got[0].HasMilliCPU || got[0].MilliCPU != 150 {
 		t.Fatalf("cycle 2: %+v", got)
@@ -60,9 +83,12 @@ func TestCollector(t *testing.T) {
 
 	// Cycle 3: the counter went backwards (cgroup recreated): no rate, a counter_reset error.
 	write("cpu.stat", "usage_usec 10\n")
-	got, err = c.Collect(ctx, t0.Add(20*time.Second), []Target{burstable})
-	if !errors.Is(err, ErrCounterReset) || len(got) != 1 || got[0].HasMilliCPU {
-		t.Fatalf("cycle 3: %+v, %v", got, err)
+	got, errs, _ = c.Collect(ctx, t0.Add(20*time.Second), []Target{burstable})
+	if !hasErr(errs, burstable.Key, ErrCounterReset) || len(got) != 1 || got[0].HasMilliCPU {
+		t.Fatalf("cycle 3: %+v, %+v", got, errs)
+	}
+	if k := kinds(t, errs); len(k[burstable.Key]) != 1 || k[burstable.Key][0] != ErrorKindCounterReset {
+		t.Errorf("cycle 3 error kinds %v, want one counter_reset", k)
 	}
 	// The peak did not move: the interval's peak is the sampled memory.current.
 	if got[0].Peak != (PeakReading{50 << 20, false}) {
@@ -70,37 +96,31 @@ func TestCollector(t *testing.T) {
 	}
 	// Cycle 4: counting resumes from the new baseline (10 µs → 1 s + 10 µs over 10 s).
 	write("cpu.stat", "usage_usec 1000010\n")
-	got, err = c.Collect(ctx, t0.Add(30*time.Second), []Target{burstable})
-	if err != nil || got[0].MilliCPU != 100 {
-		t.Fatalf("cycle 4: %+v, %v", got, err)
+	got, errs, err = c.Collect(ctx, t0.Add(30*time.Second), []Target{burstable})
+	if err != nil || len(errs) != 0 || got[0].MilliCPU != 100 {
+		t.Fatalf("cycle 4: %+v, %+v, %v", got, errs, err)
 	}
 
 	// The besteffort target left the list in cycle 2: its state is gone.
 	if _, ok := c.st[besteffort.Key]; ok {
 		t.Error("state of a dropped target kept")
 	}
-	if v := testutil.ToFloat64(m.Errors.WithLabelValues(ErrorKindCounterReset)); v != 1 {
-		t.Errorf("counter_reset errors %v, want 1", v)
-	}
-	if v := testutil.ToFloat64(m.Errors.WithLabelValues(ErrorKindLocate)); v != 1 {
-		t.Errorf("locate errors %v, want 1", v)
-	}
 
 	// A restarted container (new ID) starts over: no rate on its first reading.
 	restarted := burstable
 	restarted.ContainerID = "containerd://" + idG
-	if got, _ := c.Collect(ctx, t0.Add(40*time.Second), []Target{restarted}); len(got) != 0 {
+	if got, _, _ := c.Collect(ctx, t0.Add(40*time.Second), []Target{restarted}); len(got) != 0 {
 		t.Errorf("new container ID should be located afresh (and is not in this tree): %+v", got)
 	}
 }
 
 func TestCollectorStopsOnCancel(t *testing.T) {
 	r := openReader(t, "testdata/cgroupfs-v2", Options{})
-	c := NewCollector(r, nil)
+	c := NewCollector(r)
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	got, err := c.Collect(ctx, t0, []Target{{Key: "b", PodUID: uidB, QOS: Burstable, ContainerID: idB}})
+	got, _, err := c.Collect(ctx, t0, []Target{{Key: "b", PodUID: uidB, QOS: Burstable, ContainerID: idB}})
 	if len(got) != 0 || !errors.Is(err, context.Canceled) {
 		t.Errorf("got %+v, %v", got, err)
 	}
@@ -111,24 +131,24 @@ func TestCollectorStopsOnCancel(t *testing.T) {
 func TestCollectorContainerGone(t *testing.T) {
 	dir := copyTree(t, "testdata/cgroupfs-v2")
 	r := openReader(t, dir, Options{})
-	c := NewCollector(r, nil)
+	c := NewCollector(r)
 	defer c.Close()
 	tg := Target{Key: "b", PodUID: uidB, QOS: Burstable, ContainerID: "containerd://" + idB}
-	if _, err := c.Collect(context.Background(), t0, []Target{tg}); err != nil {
-		t.Fatal(err)
+	if _, errs, err := c.Collect(context.Background(), t0, []Target{tg}); err != nil || len(errs) != 0 {
+		t.Fatal(err, errs)
 	}
 	if err := os.RemoveAll(filepath.Join(dir, "kubepods/burstable/pod"+uidB+"/"+idB)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.Collect(context.Background(), t0.Add(time.Second), []Target{tg})
-	if len(got) != 0 || !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("got %+v, %v", got, err)
+	got, errs, _ := c.Collect(context.Background(), t0.Add(time.Second), []Target{tg})
+	if len(got) != 0 || !hasErr(errs, tg.Key, os.ErrNotExist) || kinds(t, errs)[tg.Key][0] != ErrorKindRead {
+		t.Errorf("got %+v, %+v", got, errs)
 	}
 	if _, ok := c.st[tg.Key]; ok {
 		t.Error("state of a vanished cgroup kept")
 	}
-	_, err = c.Collect(context.Background(), t0.Add(2*time.Second), []Target{tg})
-	if !errors.Is(err, ErrNotFound) {
-		t.Errorf("next cycle: %v, want ErrNotFound from a fresh locate", err)
+	_, errs, _ = c.Collect(context.Background(), t0.Add(2*time.Second), []Target{tg})
+	if !hasErr(errs, tg.Key, ErrNotFound) {
+		t.Errorf("next cycle: %+v, want ErrNotFound from a fresh locate", errs)
 	}
 }

@@ -75,21 +75,21 @@ func TestDirReaders(t *testing.T) {
 // recreated under the same path (read by path meanwhile, so no reading is lost).
 func TestCollectorKeepsDirectories(t *testing.T) {
 	dir := copyTree(t, "testdata/cgroupfs-v2")
-	c := NewCollector(openReader(t, dir, Options{}), nil)
+	c := NewCollector(openReader(t, dir, Options{}))
 	defer c.Close()
 	ctx := context.Background()
 	b := Target{Key: "b", PodUID: uidB, QOS: Burstable, ContainerID: "containerd://" + idB}
 	g := Target{Key: "g", PodUID: uidG, QOS: Guaranteed, ContainerID: "containerd://" + idG}
 
-	if _, err := c.Collect(ctx, t0, []Target{b, g}); err != nil {
-		t.Fatal(err)
+	if _, errs, err := c.Collect(ctx, t0, []Target{b, g}); err != nil || len(errs) != 0 {
+		t.Fatal(err, errs)
 	}
 	bDirs, gDirs := c.st[b.Key].dirs, c.st[g.Key].dirs
 	if bDirs == nil || gDirs == nil {
 		t.Fatal("directories not kept open")
 	}
-	if _, err := c.Collect(ctx, t0.Add(time.Second), []Target{b}); err != nil {
-		t.Fatal(err)
+	if _, errs, err := c.Collect(ctx, t0.Add(time.Second), []Target{b}); err != nil || len(errs) != 0 {
+		t.Fatal(err, errs)
 	}
 	if c.st[b.Key].dirs != bDirs {
 		t.Error("directories opened again for a container that stayed")
@@ -112,15 +112,15 @@ func TestCollectorKeepsDirectories(t *testing.T) {
 	if err := os.RemoveAll(bDir + ".old"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.Collect(ctx, t0.Add(2*time.Second), []Target{b})
-	if err != nil || len(got) != 1 || got[0].Sample.CPU.UsageNanos != 7e9 {
+	got, errs, err := c.Collect(ctx, t0.Add(2*time.Second), []Target{b})
+	if err != nil || len(errs) != 0 || len(got) != 1 || got[0].Sample.CPU.UsageNanos != 7e9 {
 		t.Fatalf("recreated cgroup: %+v, %v; want usage 7s read by path", got, err)
 	}
 	if c.st[b.Key].dirs != nil || !isClosed(t, bDirs) {
 		t.Error("directories of the removed cgroup kept")
 	}
-	if _, err := c.Collect(ctx, t0.Add(3*time.Second), []Target{b}); err != nil {
-		t.Fatal(err)
+	if _, errs, err := c.Collect(ctx, t0.Add(3*time.Second), []Target{b}); err != nil || len(errs) != 0 {
+		t.Fatal(err, errs)
 	}
 	if d := c.st[b.Key].dirs; d == nil || d.stale {
 		t.Errorf("directories not reopened after the cgroup was recreated: %+v", d)

@@ -14,7 +14,11 @@
 //     production at /sys/fs/cgroup), so no name can escape it. The Collector keeps each
 //     container's directories open (opened through that root) and reads a file by its name
 //     in them, into one reused buffer; the parsers it runs allocate nothing on what the
-//     kernel writes.
+//     kernel writes;
+//   - memstate.go: the lifetime peak and limit an OOM report carries, read through the root.
+//
+// No other package reads a cgroup file by name (pkg/nodeagent/oom watches and reads
+// memory.events.local through this package too).
 //
 // cgroup v2 files used: cpu.stat, memory.current, memory.stat, memory.max, memory.peak,
 // memory.events, cpu.pressure, memory.pressure. cgroup v1 equivalents: cpuacct.usage,

@@ -14,6 +14,22 @@ import (
 	"time"
 
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
+)
+
+// SourceName is the kubelet source's name in the agent's metrics and debug view.
+const SourceName = "kubelet"
+
+// Kinds of a failed Summary read (the kind label of ballast_node_source_errors_total); a
+// skipped reading is "skipped_<signal>".
+const (
+	KindUnauthorized   = "unauthorized"
+	KindForbidden      = "forbidden"
+	KindHTTPError      = "http_error"
+	KindTransportError = "transport_error"
+	KindDecodeError    = "decode_error"
+	KindTokenError     = "token_error"
 )
 
 // Errors a caller may act on.
@@ -44,16 +60,14 @@ type Config struct {
 	InsecureSkipVerify bool
 	// Timeout bounds one request (default 10s).
 	Timeout time.Duration
-	// Metrics may be nil.
-	Metrics *Metrics
 }
 
-// Client reads the local kubelet's Summary API. Safe for concurrent use.
+// Client reads the local kubelet's Summary API; it is a source.Source. Safe for
+// concurrent use.
 type Client struct {
-	url     string
-	http    *http.Client
-	token   *tokenFile
-	metrics *Metrics
+	url   string
+	http  *http.Client
+	token *tokenFile
 }
 
 // NewClient validates cfg and builds the TLS client.
@@ -91,9 +105,8 @@ func NewClient(cfg Config) (*Client, error) {
 		TLSHandshakeTimeout: cfg.Timeout,
 	}
 	c := &Client{
-		url:     strings.TrimSuffix(u.String(), "/") + "/stats/summary",
-		http:    &http.Client{Transport: transport, Timeout: cfg.Timeout},
-		metrics: cfg.Metrics,
+		url:  strings.TrimSuffix(u.String(), "/") + "/stats/summary",
+		http: &http.Client{Transport: transport, Timeout: cfg.Timeout},
 	}
 	if cfg.TokenFile != "" {
 		c.token = &tokenFile{path: cfg.TokenFile}
@@ -102,7 +115,8 @@ func NewClient(cfg Config) (*Client, error) {
 }
 
 // Fetch returns the raw body of GET /stats/summary. On a 401 it re-reads the token and,
-// if the token changed (rotated between the stat and the request), retries once.
+// if the token changed (rotated between the stat and the request), retries once. Errors
+// carry their kind (source.KindOf).
 func (c *Client) Fetch(ctx context.Context) ([]byte, error) {
 	body, usedToken, err := c.fetchOnce(ctx)
 	if errors.Is(err, ErrUnauthorized) && c.token != nil {
@@ -123,77 +137,83 @@ func (c *Client) fetchOnce(ctx context.Context) ([]byte, string, error) {
 	var token string
 	if c.token != nil {
 		if token, err = c.token.get(false); err != nil {
-			c.metrics.request(resultTokenError)
-			return nil, "", fmt.Errorf("fetching %s: %w", c.url, err)
+			return nil, "", source.Fail(KindTokenError, fmt.Errorf("fetching %s: %w", c.url, err))
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.metrics.request(resultTransportError)
-		return nil, token, fmt.Errorf("fetching %s: %w", c.url, err)
+		return nil, token, source.Fail(KindTransportError, fmt.Errorf("fetching %s: %w", c.url, err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
 	if err != nil {
-		c.metrics.request(resultTransportError)
-		return nil, token, fmt.Errorf("reading %s: %w", c.url, err)
+		return nil, token, source.Fail(KindTransportError, fmt.Errorf("reading %s: %w", c.url, err))
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusUnauthorized:
-		c.metrics.request(resultUnauthorized)
-		return nil, token, fmt.Errorf("fetching %s: %w", c.url, ErrUnauthorized)
+		return nil, token, source.Fail(KindUnauthorized, fmt.Errorf("fetching %s: %w", c.url, ErrUnauthorized))
 	case http.StatusForbidden:
-		c.metrics.request(resultForbidden)
-		return nil, token, fmt.Errorf("fetching %s: %w: %s", c.url, ErrForbidden, snippet(body))
+		return nil, token, source.Fail(KindForbidden, fmt.Errorf("fetching %s: %w: %s", c.url, ErrForbidden, snippet(body)))
 	default:
-		c.metrics.request(resultHTTPError)
-		return nil, token, fmt.Errorf("fetching %s: %w %d: %s", c.url, ErrStatus, resp.StatusCode, snippet(body))
+		return nil, token, source.Fail(KindHTTPError, fmt.Errorf("fetching %s: %w %d: %s", c.url, ErrStatus, resp.StatusCode, snippet(body)))
 	}
 	if len(body) > maxBodyBytes {
-		c.metrics.request(resultHTTPError)
-		return nil, token, fmt.Errorf("fetching %s: body larger than %d bytes", c.url, maxBodyBytes)
+		return nil, token, source.Fail(KindHTTPError, fmt.Errorf("fetching %s: body larger than %d bytes", c.url, maxBodyBytes))
 	}
 	return body, token, nil
 }
 
 // Summary fetches and decodes the summary.
 func (c *Client) Summary(ctx context.Context) (*statsv1alpha1.Summary, error) {
-	start := time.Now()
-	defer func() { c.metrics.duration(time.Since(start)) }()
 	body, err := c.Fetch(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s, err := DecodeSummary(body)
 	if err != nil {
-		c.metrics.request(resultDecodeError)
-		return nil, fmt.Errorf("fetching %s: %w", c.url, err)
+		return nil, source.Fail(KindDecodeError, fmt.Errorf("fetching %s: %w", c.url, err))
 	}
-	c.metrics.request(resultOK)
 	return s, nil
 }
 
-// Collection is one Collect: the readings and when they were collected.
-type Collection struct {
-	Time time.Time
-	Readings
-}
+// Name is SourceName.
+func (c *Client) Name() string { return SourceName }
 
-// Collect fetches the summary and extracts the readings of pods (keyed by UID) at now.
-// Skipped readings are counted in the metrics and returned in the Collection.
-func (c *Client) Collect(ctx context.Context, now time.Time, pods map[string]Pod) (Collection, error) {
+// Collect fetches the summary and extracts the readings of pods (keyed by UID). Each
+// skipped reading is one source.Error of kind "skipped_<signal>", keyed by
+// source.ContainerKey (source.PodKey for pod-level ones); the Readings' Skipped is left
+// empty. The error is a failed read, with its kind.
+func (c *Client) Collect(ctx context.Context, _ time.Time, pods map[string]Pod) (Readings, []source.Error, error) {
 	s, err := c.Summary(ctx)
 	if err != nil {
-		return Collection{Time: now}, err
+		return Readings{}, nil, err
 	}
 	r := Extract(s, pods)
-	for _, sk := range r.Skipped {
-		c.metrics.skipped(sk.Signal)
-	}
-	return Collection{Time: now, Readings: r}, nil
+	errs := SkipErrors(r.Skipped)
+	r.Skipped = nil
+	return r, errs, nil
 }
+
+// SkipErrors turns skipped readings into the source's typed errors.
+func SkipErrors(skips []Skip) []source.Error {
+	if len(skips) == 0 {
+		return nil
+	}
+	out := make([]source.Error, 0, len(skips))
+	for _, sk := range skips {
+		key := source.PodKey(sk.PodUID)
+		if sk.Container != "" {
+			key = source.ContainerKey(sk.PodUID, sk.Container)
+		}
+		out = append(out, source.Error{Key: key, Kind: "skipped_" + string(sk.Signal),
+			Err: fmt.Errorf("%s reading skipped: %s", sk.Signal, sk.Reason)})
+	}
+	return out
+}
+
+var _ source.Source[map[string]Pod, Readings] = (*Client)(nil)
 
 // snippet shortens a response body for an error message.
 func snippet(b []byte) string {

@@ -19,8 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 )
 
 // stubKubelet serves /stats/summary over TLS like a kubelet: it checks the bearer token
@@ -114,25 +113,25 @@ func TestCollectOverTLS(t *testing.T) {
 	stub.set("token-1", http.StatusOK, nil)
 	tokenPath := filepath.Join(t.TempDir(), "token")
 	writeToken(t, tokenPath, "token-1")
-	m := NewMetrics(prometheus.NewPedanticRegistry())
-	c := newClient(t, Config{URL: stub.srv.URL + "/", TokenFile: tokenPath, CAFile: stub.caFile, Metrics: m})
+	c := newClient(t, Config{URL: stub.srv.URL + "/", TokenFile: tokenPath, CAFile: stub.caFile})
 
 	now := at(12, 0, 5)
-	got, err := c.Collect(context.Background(), now, enrolled)
+	got, errs, err := c.Collect(context.Background(), now, enrolled)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.Time.Equal(now) || len(got.Containers) != 4 || len(got.Pods) != 1 || len(got.Skipped) != 6 {
-		t.Errorf("collection: %+v", got)
+	if len(got.Containers) != 4 || len(got.Pods) != 1 || len(got.Skipped) != 0 || len(errs) != 6 {
+		t.Errorf("collection: %+v, errors %+v", got, errs)
 	}
 	if got.Containers[0].EphemeralStorageBytes != 60<<20 {
 		t.Errorf("app ephemeral storage %d, want 60Mi", got.Containers[0].EphemeralStorageBytes)
 	}
-	if v := testutil.ToFloat64(m.Requests.WithLabelValues(resultOK)); v != 1 {
-		t.Errorf("ok requests %v", v)
+	kinds := map[string]int{}
+	for _, e := range errs {
+		kinds[e.Kind]++
 	}
-	if v := testutil.ToFloat64(m.Skipped.WithLabelValues(string(SignalEphemeralStorage))); v != 2 {
-		t.Errorf("skipped ephemeral-storage %v, want 2", v)
+	if kinds["skipped_"+string(SignalEphemeralStorage)] != 2 {
+		t.Errorf("skipped ephemeral-storage %d, want 2 (%v)", kinds["skipped_"+string(SignalEphemeralStorage)], kinds)
 	}
 	if _, paths := stub.requests(); paths[0] != "/stats/summary" {
 		t.Errorf("path %q", paths[0])
@@ -191,24 +190,24 @@ func TestFetchErrors(t *testing.T) {
 		status int
 		body   string
 		errIs  error
-		result string
+		kind   string
 	}{
-		"403":          {http.StatusForbidden, `nodes "worker-1" is forbidden`, ErrForbidden, resultForbidden},
-		"500":          {http.StatusInternalServerError, "internal error", ErrStatus, resultHTTPError},
-		"garbage JSON": {http.StatusOK, "{not json", ErrDecode, resultDecodeError},
-		"html":         {http.StatusOK, "<html></html>", ErrDecode, resultDecodeError},
+		"403":          {http.StatusForbidden, `nodes "worker-1" is forbidden`, ErrForbidden, KindForbidden},
+		"500":          {http.StatusInternalServerError, "internal error", ErrStatus, KindHTTPError},
+		"garbage JSON": {http.StatusOK, "{not json", ErrDecode, KindDecodeError},
+		"html":         {http.StatusOK, "<html></html>", ErrDecode, KindDecodeError},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			stub := newStub(t, []byte(tc.body))
 			stub.set("", tc.status, nil)
-			m := NewMetrics(prometheus.NewPedanticRegistry())
-			c := newClient(t, Config{URL: stub.srv.URL, CAFile: stub.caFile, Metrics: m})
-			if _, err := c.Collect(context.Background(), at(12, 0, 0), enrolled); !errors.Is(err, tc.errIs) {
+			c := newClient(t, Config{URL: stub.srv.URL, CAFile: stub.caFile})
+			_, _, err := c.Collect(context.Background(), at(12, 0, 0), enrolled)
+			if !errors.Is(err, tc.errIs) {
 				t.Fatalf("got %v, want %v", err, tc.errIs)
 			}
-			if v := testutil.ToFloat64(m.Requests.WithLabelValues(tc.result)); v != 1 {
-				t.Errorf("%s requests %v, want 1", tc.result, v)
+			if k := source.KindOf(err); k != tc.kind {
+				t.Errorf("error kind %q, want %q", k, tc.kind)
 			}
 		})
 	}
@@ -277,7 +276,7 @@ func TestCollectHonoursContext(t *testing.T) {
 	c := newClient(t, Config{URL: stub.srv.URL, CAFile: stub.caFile})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.Collect(ctx, at(12, 0, 0), enrolled); !errors.Is(err, context.Canceled) {
+	if _, _, err := c.Collect(ctx, at(12, 0, 0), enrolled); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }

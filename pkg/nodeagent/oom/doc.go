@@ -24,4 +24,8 @@
 // victim's own cgroup whichever limit was hit.
 //
 // The pure bookkeeping (tracker.go) is separate from the inotify shell (watcher_linux.go).
+// The watcher knows no cgroup file by name: it watches and reads memory.events.local
+// through Files (the cgroup package's rooted *cgroup.Reader), with directories relative to
+// the cgroup root, and reports its read failures to Options.OnError (the agent counts them
+// as source errors of the "oom" source).
 package oom

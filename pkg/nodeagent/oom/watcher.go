@@ -1,12 +1,25 @@
 package oom
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+)
+
+// Files is how the watcher reaches memory.events.local: through the cgroup package's
+// rooted reader (*cgroup.Reader), with directories relative to its root.
+type Files interface {
+	// LocalEventsPath is the host path of dir's memory.events.local, for inotify.
+	LocalEventsPath(dir string) string
+	// ReadLocalEvents reads and parses dir's memory.events.local.
+	ReadLocalEvents(dir string) (cgroup.MemoryEvents, error)
+}
+
+// Error kinds reported to Options.OnError.
+const (
+	ErrorKindRead    = "read"    // a memory.events.local could not be read or parsed
+	ErrorKindInotify = "inotify" // the inotify descriptor returned a malformed event
 )
 
 // Options tune a Watcher; the zero value is usable.
@@ -18,8 +31,9 @@ type Options struct {
 	PendingTTL time.Duration
 	// Now stamps events (default time.Now).
 	Now func() time.Time
-	// Metrics may be nil.
-	Metrics *Metrics
+	// OnError, if set, is told about every failure inside Run (kind: ErrorKindRead,
+	// ErrorKindInotify). It is called with the watcher's lock held: it must not call back.
+	OnError func(kind string, err error)
 }
 
 func (o Options) withDefaults() Options {
@@ -32,29 +46,16 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.OnError == nil {
+		o.OnError = func(string, error) {}
+	}
 	return o
 }
 
-// eventsFile is the file watched in every cgroup directory.
-const eventsFile = "memory.events.local"
-
-// containerFiles returns the watched files of a container directory and of its pod (the
-// parent directory: kubelet always nests container cgroups directly in the pod cgroup).
-func containerFiles(dir string) (dirClean, podDir, ctrFile, podFile string) {
-	dirClean = filepath.Clean(dir)
-	podDir = filepath.Dir(dirClean)
-	return dirClean, podDir, filepath.Join(dirClean, eventsFile), filepath.Join(podDir, eventsFile)
-}
-
-// readEvents reads and parses one memory.events.local.
-func readEvents(path string) (cgroup.MemoryEvents, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return cgroup.MemoryEvents{}, fmt.Errorf("reading %s: %w", path, err)
-	}
-	ev, err := cgroup.ParseMemoryEvents(b)
-	if err != nil {
-		return cgroup.MemoryEvents{}, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return ev, nil
+// podDirOf is a container directory's pod directory: the kubelet always nests container
+// cgroups directly in the pod cgroup. Directories are slash-separated, relative to the
+// cgroup root.
+func podDirOf(dir string) (dirClean, podDir string) {
+	dirClean = path.Clean(dir)
+	return dirClean, path.Dir(dirClean)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 // while Run is running.
 type Watcher struct {
 	opts   Options
+	files  Files
 	file   *os.File // the inotify descriptor, non-blocking, in the runtime poller
 	fd     int
 	events chan Event
@@ -33,13 +33,14 @@ type Watcher struct {
 // watch is one inotify watch on one memory.events.local.
 type watch struct {
 	wd      int32
-	path    string
+	dir     string          // the cgroup directory, relative to the root
 	keys    map[string]bool // containers whose own file this is
 	podRefs int             // containers whose pod file this is
 }
 
-// NewWatcher creates an inotify instance. Close releases it.
-func NewWatcher(opts Options) (*Watcher, error) {
+// NewWatcher creates an inotify instance watching files reached through files (a
+// *cgroup.Reader). Close releases it.
+func NewWatcher(files Files, opts Options) (*Watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("creating inotify instance: %w", err)
@@ -47,6 +48,7 @@ func NewWatcher(opts Options) (*Watcher, error) {
 	opts = opts.withDefaults()
 	return &Watcher{
 		opts:   opts,
+		files:  files,
 		file:   os.NewFile(uintptr(fd), "inotify"),
 		fd:     fd,
 		events: make(chan Event, opts.Buffer),
@@ -59,11 +61,13 @@ func NewWatcher(opts Options) (*Watcher, error) {
 // Events delivers kills; it is closed when Run returns.
 func (w *Watcher) Events() <-chan Event { return w.events }
 
-// Add starts watching the container whose cgroup directory is dir (and its pod, dir's
-// parent) under key. Current counters become the baseline: earlier kills are not reported.
-// Adding an existing key replaces it.
+// Add starts watching the container whose cgroup directory is dir (relative to the cgroup
+// root, as cgroup.Location.MemoryDir; and its pod, dir's parent) under key. Current
+// counters become the baseline: earlier kills are not reported. Adding an existing key
+// replaces it.
 func (w *Watcher) Add(key, dir string) error {
-	dir, podDir, ctrFile, podFile := containerFiles(dir)
+	dir, podDir := podDirOf(dir)
+	ctrFile, podFile := w.files.LocalEventsPath(dir), w.files.LocalEventsPath(podDir)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -72,20 +76,20 @@ func (w *Watcher) Add(key, dir string) error {
 	w.removeLocked(key)
 	// Watch first, then read the baselines: a change in between is read as part of the
 	// baseline and its notification finds no delta, rather than being missed.
-	cw, err := w.watchLocked(ctrFile)
+	cw, err := w.watchLocked(dir, ctrFile)
 	if err != nil {
 		return err
 	}
 	cw.keys[key] = true
-	pw, err := w.watchLocked(podFile)
+	pw, err := w.watchLocked(podDir, podFile)
 	if err != nil {
 		delete(cw.keys, key)
 		w.unwatchIfUnusedLocked(cw)
 		return err
 	}
 	pw.podRefs++
-	ctr, err := readEvents(ctrFile)
-	podEv, perr := readEvents(podFile)
+	ctr, err := w.files.ReadLocalEvents(dir)
+	podEv, perr := w.files.ReadLocalEvents(podDir)
 	if err == nil {
 		err = perr
 	}
@@ -112,7 +116,7 @@ func (w *Watcher) removeLocked(key string) {
 	if !ok {
 		return
 	}
-	_, _, ctrFile, podFile := containerFiles(c.dir)
+	ctrFile, podFile := w.files.LocalEventsPath(c.dir), w.files.LocalEventsPath(c.podDir)
 	w.tr.remove(key)
 	if cw := w.byPath[ctrFile]; cw != nil {
 		delete(cw.keys, key)
@@ -124,7 +128,7 @@ func (w *Watcher) removeLocked(key string) {
 	}
 }
 
-func (w *Watcher) watchLocked(path string) (*watch, error) {
+func (w *Watcher) watchLocked(dir, path string) (*watch, error) {
 	if wt, ok := w.byPath[path]; ok {
 		return wt, nil
 	}
@@ -137,7 +141,7 @@ func (w *Watcher) watchLocked(path string) (*watch, error) {
 		w.byPath[path] = wt
 		return wt, nil
 	}
-	wt := &watch{wd: int32(wd), path: path, keys: make(map[string]bool)}
+	wt := &watch{wd: int32(wd), dir: dir, keys: make(map[string]bool)}
 	w.byWD[wt.wd], w.byPath[path] = wt, wt
 	return wt, nil
 }
@@ -178,10 +182,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}
 		raw, err := parseInotify(buf[:n])
 		if err != nil {
-			w.opts.Metrics.watchError()
+			w.mu.Lock()
+			w.opts.OnError(ErrorKindInotify, err)
+			w.mu.Unlock()
 		}
 		for _, e := range w.handle(raw) {
-			w.opts.Metrics.kill(e)
 			select {
 			case w.events <- e:
 			case <-ctx.Done():
@@ -224,7 +229,7 @@ func (w *Watcher) handle(raw []rawEvent) []Event {
 			continue
 		}
 		if wt.podRefs > 0 {
-			w.checkPodLocked(filepath.Dir(wt.path), now)
+			w.checkPodLocked(wt.dir, now)
 		}
 		for key := range wt.keys {
 			out = w.checkContainerLocked(key, now, out)
@@ -234,9 +239,9 @@ func (w *Watcher) handle(raw []rawEvent) []Event {
 }
 
 func (w *Watcher) checkPodLocked(podDir string, now time.Time) {
-	ev, err := readEvents(filepath.Join(podDir, eventsFile))
+	ev, err := w.files.ReadLocalEvents(podDir)
 	if err != nil {
-		w.opts.Metrics.watchError()
+		w.opts.OnError(ErrorKindRead, err)
 		return
 	}
 	w.tr.observePod(podDir, ev, now)
@@ -250,9 +255,9 @@ func (w *Watcher) checkContainerLocked(key string, now time.Time, out []Event) [
 		return out
 	}
 	w.checkPodLocked(c.podDir, now)
-	ev, err := readEvents(filepath.Join(c.dir, eventsFile))
+	ev, err := w.files.ReadLocalEvents(c.dir)
 	if err != nil {
-		w.opts.Metrics.watchError()
+		w.opts.OnError(ErrorKindRead, err)
 		return out
 	}
 	if e, ok := w.tr.observeContainer(key, ev, now); ok {

@@ -8,15 +8,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 )
 
 // deadline bounds every wait; it is a failure bound, not a timing assertion.
 const deadline = 30 * time.Second
 
+const eventsFile = "memory.events.local"
+
+// files opens the cgroup reader the watcher reads through, rooted at the parent of pod.
+func files(t *testing.T, pod string) *cgroup.Reader {
+	t.Helper()
+	r, err := cgroup.Open(filepath.Dir(pod), cgroup.Options{Version: cgroup.V2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
 // podTree makes <tmp>/pod/{memory.events.local, <ctr>/memory.events.local...} from
-// testdata/idle, returning the pod directory.
+// testdata/idle, returning the pod directory (the watcher names it "pod", relative to
+// <tmp>).
 func podTree(t *testing.T, containers ...string) string {
 	t.Helper()
 	idle, err := os.ReadFile("testdata/idle/memory.events.local")
@@ -57,9 +70,9 @@ func putString(t *testing.T, dir, content string) {
 	}
 }
 
-func startWatcher(t *testing.T, m *Metrics) *Watcher {
+func startWatcher(t *testing.T, f Files) *Watcher {
 	t.Helper()
-	w, err := NewWatcher(Options{Metrics: m})
+	w, err := NewWatcher(f, Options{OnError: func(kind string, err error) { t.Logf("watcher error (%s): %v", kind, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +107,8 @@ func next(t *testing.T, w *Watcher) Event {
 func TestWatcherAttributesKills(t *testing.T) {
 	pod := podTree(t, "app", "sidecar")
 	app, sidecar := filepath.Join(pod, "app"), filepath.Join(pod, "sidecar")
-	reg := prometheus.NewPedanticRegistry()
-	m := NewMetrics(reg)
-	w := startWatcher(t, m)
-	for key, dir := range map[string]string{"app": app, "sidecar": sidecar} {
+	w := startWatcher(t, files(t, pod))
+	for key, dir := range map[string]string{"app": "pod/app", "sidecar": "pod/sidecar"} {
 		if err := w.Add(key, dir); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +118,7 @@ func TestWatcherAttributesKills(t *testing.T) {
 	put(t, "testdata/scenario3/pod/memory.events.local", pod)
 	put(t, "testdata/scenario3/pod/container/memory.events.local", app)
 	e := next(t, w)
-	if e.Key != "app" || e.Dir != app || e.Kind != KindPod || e.Count != 1 || e.Time.IsZero() {
+	if e.Key != "app" || e.Dir != "pod/app" || e.Kind != KindPod || e.Count != 1 || e.Time.IsZero() {
 		t.Errorf("pod-limit kill: %+v", e)
 	}
 
@@ -133,9 +144,6 @@ func TestWatcherAttributesKills(t *testing.T) {
 	if e.Key != "sidecar" || e.Kind != KindContainer || e.Count != 1 {
 		t.Errorf("after Remove(app): %+v", e)
 	}
-	if v := testutil.ToFloat64(m.Kills.WithLabelValues(string(KindContainer))); v != 3 {
-		t.Errorf("container kills metric %v, want 3", v)
-	}
 }
 
 // TestWatcherBaseline: kills that happened before Add are not reported.
@@ -143,8 +151,8 @@ func TestWatcherBaseline(t *testing.T) {
 	pod := podTree(t, "app")
 	app := filepath.Join(pod, "app")
 	put(t, "testdata/scenario1/pod/container/memory.events.local", app)
-	w := startWatcher(t, nil)
-	if err := w.Add("app", app); err != nil {
+	w := startWatcher(t, files(t, pod))
+	if err := w.Add("app", "pod/app"); err != nil {
 		t.Fatal(err)
 	}
 	putString(t, app, "low 0\nhigh 0\nmax 40\noom 2\noom_kill 3\noom_group_kill 1\n")
@@ -154,31 +162,41 @@ func TestWatcherBaseline(t *testing.T) {
 }
 
 func TestWatcherAddErrors(t *testing.T) {
-	w, err := NewWatcher(Options{})
+	pod := podTree(t, "app")
+	w, err := NewWatcher(files(t, pod), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.Add("x", filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+	if err := w.Add("x", "pod/missing"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing dir: %v", err)
 	}
-	pod := podTree(t, "app")
+	// A directory outside the cgroup root is refused, even though the file exists there.
+	outside := filepath.Join(filepath.Dir(filepath.Dir(pod)), "outside")
+	if err := os.MkdirAll(filepath.Join(outside, "ctr"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	putString(t, outside, "oom 0\noom_kill 0\n")
+	putString(t, filepath.Join(outside, "ctr"), "oom 0\noom_kill 0\n")
+	if err := w.Add("escape", "../outside/ctr"); err == nil {
+		t.Error("a container directory outside the cgroup root was watched")
+	}
 	putString(t, filepath.Join(pod, "app"), "garbage\n")
-	if err := w.Add("app", filepath.Join(pod, "app")); err == nil {
+	if err := w.Add("app", "pod/app"); err == nil {
 		t.Error("unparsable memory.events.local accepted")
 	}
 	if len(w.byWD) != 0 || len(w.byPath) != 0 {
 		t.Errorf("failed Adds left watches: %d, %d", len(w.byWD), len(w.byPath))
 	}
 	w.Close()
-	if err := w.Add("app", filepath.Join(pod, "app")); !errors.Is(err, os.ErrClosed) {
+	if err := w.Add("app", "pod/app"); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Add after Close: %v", err)
 	}
 }
 
 // TestWatcherCloseEndsRun: Close unblocks a running Run, which returns nil and closes Events.
 func TestWatcherCloseEndsRun(t *testing.T) {
-	w, err := NewWatcher(Options{})
+	w, err := NewWatcher(files(t, podTree(t)), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

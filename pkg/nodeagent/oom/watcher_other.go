@@ -11,7 +11,7 @@ import (
 type Watcher struct{}
 
 // NewWatcher fails off Linux.
-func NewWatcher(Options) (*Watcher, error) {
+func NewWatcher(Files, Options) (*Watcher, error) {
 	return nil, errors.ErrUnsupported
 }
 

@@ -40,8 +40,10 @@ func TestLint(t *testing.T) {
 }
 
 // TestRenderDefaults checks the objects a default install creates (SPEC §13.2, §7.1, §5.2).
+// The cluster serves cert-manager's API, so certManager.enabled auto chooses cert-manager
+// (TestRenderCertManagerAuto covers the other cases).
 func TestRenderDefaults(t *testing.T) {
-	m := newHelm(t).mustTemplate(t)
+	m := newHelm(t).mustTemplate(t, "--api-versions", "cert-manager.io/v1/Certificate")
 
 	want := []string{
 		"BallastConfig/ballast",
@@ -57,6 +59,8 @@ func TestRenderDefaults(t *testing.T) {
 		"MetricsSource/kubelet-summary", "MetricsSource/kubernetes-metrics",
 		"MutatingWebhookConfiguration/ballast",
 		"PersistentVolumeClaim/ballast-valkey",
+		"Pod/ballast-test-webhook",
+		"PodDisruptionBudget/ballast",
 		"Role/ballast-killswitch", "Role/ballast-leader-election",
 		"RoleBinding/ballast-killswitch", "RoleBinding/ballast-leader-election",
 		"Service/ballast-valkey", "Service/ballast-webhook",
@@ -303,7 +307,7 @@ func checkControlDeployment(t *testing.T, m *manifests, wantArgs []string) {
 		t.Fatalf("containers: %+v", ps.Containers)
 	}
 	c := ps.Containers[0]
-	if c.Image != "ballastk8s/ballast:0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+	if c.Image != "ballastk8s/ballast-control:0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("image %q pull policy %q (tag must default to appVersion 0.1.0)", c.Image, c.ImagePullPolicy)
 	}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
@@ -375,6 +379,8 @@ func checkControlRBAC(t *testing.T, m *manifests, extra []rbacv1.PolicyRule) {
 	want := append([]rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
@@ -410,6 +416,9 @@ func checkAgent(t *testing.T, m *manifests) {
 	c := ps.Containers[0]
 	if c.Name != "ballast-node" || ps.ServiceAccountName != "ballast-node" {
 		t.Errorf("container %q service account %q", c.Name, ps.ServiceAccountName)
+	}
+	if c.Image != "ballastk8s/ballast-node:0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("agent image %q pull policy %q, want the ballast-node image `make images` builds", c.Image, c.ImagePullPolicy)
 	}
 	for _, arg := range []string{"--cgroup-root=/host/sys/fs/cgroup", "--kubelet-url=https://$(NODE_IP):10250"} {
 		if !slices.Contains(c.Args, arg) {
@@ -508,7 +517,7 @@ func checkCRDHook(t *testing.T, m *manifests) {
 		t.Errorf("restartPolicy %q serviceAccountName %q", ps.RestartPolicy, ps.ServiceAccountName)
 	}
 	c := ps.Containers[0]
-	if c.Image != "ballastk8s/ballast:0.1.0" {
+	if c.Image != "ballastk8s/ballast-control:0.1.0" {
 		t.Errorf("image %q, want the control-plane image", c.Image)
 	}
 	if diff := cmp.Diff([]string{"apply-crds"}, c.Args); diff != "" {

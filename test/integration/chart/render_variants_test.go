@@ -187,7 +187,7 @@ func TestRenderVariants(t *testing.T) {
 	})
 	t.Run("telemetry", func(t *testing.T) {
 		for _, secure := range []bool{false, true} {
-			m := h.mustTemplate(t, "--set", "telemetry.prometheus.enabled=true", "--set", "telemetry.prometheus.serviceMonitor.enabled=true",
+			m := h.mustTemplate(t, "--api-versions", certManagerAPI, "--set", "telemetry.prometheus.enabled=true", "--set", "telemetry.prometheus.serviceMonitor.enabled=true",
 				"--set", "telemetry.prometheus.secure="+map[bool]string{true: "true", false: "false"}[secure])
 			d := &appsv1.Deployment{}
 			m.decode(t, "Deployment", fullname, d)

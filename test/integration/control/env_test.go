@@ -58,7 +58,7 @@ type env struct {
 
 // startEnv starts a manager on kube with the store at storeURL, registers the webhook in the
 // API server by URL and installs the fast test policy.
-func startEnv(t *testing.T, kube *harness.Kube, storeURL string) *env {
+func startEnv(t *testing.T, kube *harness.Kube, storeURL string, tune ...func(*app.Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	port, err := harness.FreePort()
@@ -86,6 +86,9 @@ func startEnv(t *testing.T, kube *harness.Kube, storeURL string) *env {
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.WebhookHost, o.WebhookPort, o.WebhookCertPath, o.WebhookDNSNames = "127.0.0.1", port, e.certDir, "127.0.0.1"
 	o.SkipControllerNameValidation = true
+	for _, f := range tune {
+		f(o)
+	}
 	e.opts = o
 	mctx, cancel := context.WithCancel(ctx)
 	e.cancel = cancel

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
 // The debug endpoint answers only callers whose bearer token the API server accepts
@@ -32,7 +32,7 @@ func TestDebugEndpointAuth(t *testing.T) {
 	ctx := context.Background()
 	ensureCluster(t)
 	ns, node := createNamespace(t), newName("node")
-	tree, err := fixture.New(t.TempDir())
+	tree, err := cgroupfixture.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

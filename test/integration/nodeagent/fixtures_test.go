@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
 const mi = 1 << 20
@@ -147,7 +147,7 @@ func (ps *podSpec) delete(t testing.TB) {
 // sim keeps a synthetic cgroup tree moving: every container's cpu counter grows at its
 // rate in wall-clock time, rewritten every 20 ms; memory values stay as last set.
 type sim struct {
-	tree  *fixture.Tree
+	tree  *cgroupfixture.Tree
 	mu    sync.Mutex
 	ctrs  map[string]*simCtr // by container ID
 	start time.Time
@@ -158,12 +158,12 @@ type sim struct {
 type simCtr struct {
 	podUID, qos, id string
 	milli           float64
-	v               fixture.Values
+	v               cgroupfixture.Values
 }
 
 func newSim(t testing.TB) *sim {
 	t.Helper()
-	tree, err := fixture.New(t.TempDir())
+	tree, err := cgroupfixture.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func (s *sim) addPod(t testing.TB, ps *podSpec, podMax uint64, values map[string
 }
 
 // set changes a container's memory values (the cpu counter keeps its own pace).
-func (s *sim) set(id string, f func(*fixture.Values)) {
+func (s *sim) set(id string, f func(*cgroupfixture.Values)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(&s.ctrs[id].v)
@@ -225,19 +225,25 @@ type kubeletStub struct {
 	srv               *httptest.Server
 	caFile, tokenFile string
 	token             string
+	start             time.Time // whole second: the refresh clock of pods with a refresh period
 	mu                sync.Mutex
 	pods              map[string]*stubPod
+	requests          int
 }
 
 type stubPod struct {
 	ns, name   string
 	containers map[string][2]uint64 // rootfs, logs
 	volumes    map[string]uint64
+	// refresh > 0: the pod's stats are refreshed every refresh since the stub started, as
+	// a kubelet's housekeeping does (their timestamps say so), and each refresh adds 1 MiB
+	// to every container's rootfs; 0: fresh stats on every request.
+	refresh time.Duration
 }
 
 func newKubeletStub(t testing.TB) *kubeletStub {
 	t.Helper()
-	k := &kubeletStub{pods: map[string]*stubPod{}, token: randomID()}
+	k := &kubeletStub{pods: map[string]*stubPod{}, token: randomID(), start: time.Now().Truncate(time.Second)}
 	k.srv = httptest.NewTLSServer(http.HandlerFunc(k.serve))
 	t.Cleanup(k.srv.Close)
 	dir := t.TempDir()
@@ -254,13 +260,25 @@ func newKubeletStub(t testing.TB) *kubeletStub {
 
 func (k *kubeletStub) flags() []string {
 	return []string{"--kubelet-url", k.srv.URL, "--kubelet-ca-file", k.caFile, "--kubelet-token-file", k.tokenFile,
-		"--kubelet-interval", "1s"}
+		"--kubelet-min-interval", "1s"}
 }
 
 func (k *kubeletStub) add(ps *podSpec, containers map[string][2]uint64, volumes map[string]uint64) {
+	k.addRefreshed(ps, containers, volumes, 0)
+}
+
+// addRefreshed serves a pod whose stats the kubelet refreshes every refresh (see stubPod).
+func (k *kubeletStub) addRefreshed(ps *podSpec, containers map[string][2]uint64, volumes map[string]uint64, refresh time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.pods[ps.uid] = &stubPod{ns: ps.ns, name: ps.name, containers: containers, volumes: volumes}
+	k.pods[ps.uid] = &stubPod{ns: ps.ns, name: ps.name, containers: containers, volumes: volumes, refresh: refresh}
+}
+
+// served returns how many Summary requests were answered.
+func (k *kubeletStub) served() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.requests
 }
 
 func (k *kubeletStub) serve(w http.ResponseWriter, r *http.Request) {
@@ -274,15 +292,20 @@ func (k *kubeletStub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	now := metav1.Now()
-	s := statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: "stub", StartTime: now}}
+	k.requests++
+	s := statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: "stub", StartTime: metav1.Now()}}
 	for uid, p := range k.pods {
+		now, grown := metav1.Now(), uint64(0)
+		if p.refresh > 0 {
+			n := time.Since(k.start) / p.refresh
+			now, grown = metav1.NewTime(k.start.Add(n*p.refresh)), uint64(n)*mi
+		}
 		ps := statsv1alpha1.PodStats{PodRef: statsv1alpha1.PodReference{Name: p.name, Namespace: p.ns, UID: uid}, StartTime: now}
 		for name, fs := range p.containers {
 			ps.Containers = append(ps.Containers, statsv1alpha1.ContainerStats{Name: name, StartTime: now,
 				CPU:    &statsv1alpha1.CPUStats{Time: now, UsageNanoCores: ptr.To[uint64](1e8)},
 				Memory: &statsv1alpha1.MemoryStats{Time: now, WorkingSetBytes: ptr.To[uint64](1)},
-				Rootfs: &statsv1alpha1.FsStats{Time: now, UsedBytes: ptr.To(fs[0])},
+				Rootfs: &statsv1alpha1.FsStats{Time: now, UsedBytes: ptr.To(fs[0] + grown)},
 				Logs:   &statsv1alpha1.FsStats{Time: now, UsedBytes: ptr.To(fs[1])}})
 		}
 		for name, used := range p.volumes {

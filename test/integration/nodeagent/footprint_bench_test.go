@@ -12,12 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
 // BenchmarkAgentFootprint runs the real binary on a full node (110 pods × 2 containers,
-// each pod its own profile, kubelet Summary every 30 s) sampled every 1 s and every 10 s,
-// and reports the process's CPU share and memory over a steady 30 s. Run it alone:
+// each pod its own profile) sampled every 1 s and every 10 s (the kubelet Summary at the
+// same cadence, floored at the default 10 s), and reports the process's CPU share and
+// memory over a steady 30 s. Run it alone:
 //
 //	go test -run '^$' -bench AgentFootprint -benchtime 1x ./test/integration/nodeagent
 func BenchmarkAgentFootprint(b *testing.B) {
@@ -34,7 +35,7 @@ func BenchmarkAgentFootprint(b *testing.B) {
 	for _, c := range []struct{ name, policy string }{{"every-1s", "fast"}, {"every-10s", "ten"}} {
 		b.Run(c.name, func(b *testing.B) {
 			ns, node := createNamespace(b), newName("node")
-			tree, err := fixture.New(b.TempDir())
+			tree, err := cgroupfixture.New(b.TempDir())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -49,15 +50,15 @@ func BenchmarkAgentFootprint(b *testing.B) {
 					b.Fatal(err)
 				}
 				for j, name := range ps.containers {
-					v := fixture.Values{UsageUsec: uint64(1e6 * (i + j + 1)), MemoryCurrent: uint64(100+i) << 20, InactiveFileBytes: 10 << 20}
+					v := cgroupfixture.Values{UsageUsec: uint64(1e6 * (i + j + 1)), MemoryCurrent: uint64(100+i) << 20, InactiveFileBytes: 10 << 20}
 					if err := tree.AddContainer(ps.uid, ps.qos, ps.ids[name], v); err != nil {
 						b.Fatal(err)
 					}
 				}
 				kl.add(ps, map[string][2]uint64{"app": {10 * mi, mi}, "side": {mi, 0}}, map[string]uint64{"cache": 5 * mi})
 			}
-			// The defaults of a real node: flush every 10 s, kubelet Summary every 30 s.
-			flags := append(kl.flags(), "--debug-auth=false", "--flush-interval", "10s", "--kubelet-interval", "30s", "--log-level", "info")
+			// The defaults of a real node: flush every 10 s, kubelet Summary at most every 10 s.
+			flags := append(kl.flags(), "--debug-auth=false", "--flush-interval", "10s", "--kubelet-min-interval", "10s", "--log-level", "info")
 			a := startAgent(b, node, tree.Root, flags...)
 			eventually(b, 60*time.Second, "all pods sampled", func() error {
 				rep, err := a.report()

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
 	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
 // An OOM kill written into a container's memory.events(.local) reaches the profile's OOM
@@ -47,11 +47,11 @@ func TestOOMKillReachesTheStreamWithinOneSecond(t *testing.T) {
 
 	cases := []struct {
 		container string
-		kind      fixture.Kind
+		kind      cgroupfixture.Kind
 		limit     int64
 	}{
-		{"app", fixture.KindContainer, 256 * mi},
-		{"side", fixture.KindPod, 0}, // the container has no limit of its own
+		{"app", cgroupfixture.KindContainer, 256 * mi},
+		{"side", cgroupfixture.KindPod, 0}, // the container has no limit of its own
 	}
 	var last string
 	for i, c := range cases {

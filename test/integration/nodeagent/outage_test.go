@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
 // stopValkey stops the shared Valkey and makes sure it runs again when the test ends.
@@ -72,7 +72,7 @@ func TestValkeyOutage(t *testing.T) {
 		flushedBefore[tok] = flushed(before, hash, "app", parts[1], parts[2])
 	}
 	// A value only the buffer can carry to the store.
-	s.set(pod.ids["app"], func(v *fixture.Values) { *v = memValues(333*mi, 0) })
+	s.set(pod.ids["app"], func(v *cgroupfixture.Values) { *v = memValues(333*mi, 0) })
 	eventually(t, 30*time.Second, "flushes failing, samples buffered", func() error {
 		if a.exited() {
 			t.Fatal("ballast-node exited during the outage")
@@ -91,7 +91,7 @@ func TestValkeyOutage(t *testing.T) {
 		}
 		return nil
 	})
-	s.set(pod.ids["app"], func(v *fixture.Values) { *v = memValues(50*mi, 0) })
+	s.set(pod.ids["app"], func(v *cgroupfixture.Values) { *v = memValues(50*mi, 0) })
 	restart()
 	r = storeReader(t)
 

@@ -15,9 +15,9 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/fixture"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
 func createNamespace(t testing.TB) string {
@@ -30,8 +30,8 @@ func createNamespace(t testing.TB) string {
 }
 
 // memValues is a container with working set ws (usage ws+inactive, inactive 20Mi).
-func memValues(ws, limit uint64) fixture.Values {
-	return fixture.Values{MemoryCurrent: ws + 20*mi, InactiveFileBytes: 20 * mi, MemoryPeak: ws + 30*mi, MemoryMax: limit}
+func memValues(ws, limit uint64) cgroupfixture.Values {
+	return cgroupfixture.Values{MemoryCurrent: ws + 20*mi, InactiveFileBytes: 20 * mi, MemoryPeak: ws + 30*mi, MemoryMax: limit}
 }
 
 // The real binary samples the pods of its node, joins containers to cgroups through pod
@@ -125,7 +125,7 @@ func TestSamplesReachTheRightSeries(t *testing.T) {
 		}
 	}
 	// A raised lifetime peak is the exact peak of the next interval.
-	s.set(webPods[0].ids["app"], func(v *fixture.Values) { v.MemoryPeak = 300 * mi })
+	s.set(webPods[0].ids["app"], func(v *cgroupfixture.Values) { v.MemoryPeak = 300 * mi })
 	eventually(t, 30*time.Second, "peak 300Mi", func() error {
 		hs, err := read(r, webHash)
 		if err != nil {

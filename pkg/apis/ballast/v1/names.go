@@ -25,6 +25,12 @@ const (
 	ResizeStateAnnotation      = Prefix + "resize-state"
 	ResizeStateSinceAnnotation = Prefix + "resize-state-since"
 
+	// ResizeGuardKey is Ballast's owner key in a node's
+	// spec.podPreemptionPolicy.disableResizePreemption (the Deferred ladder's guard).
+	ResizeGuardKey = Prefix + "resize-planner"
+	// FieldManager is the server-side-apply field manager of Ballast's runtime writes.
+	FieldManager = EventComponent
+
 	// ProfileFinalizer purges a profile's store data before the profile goes away.
 	ProfileFinalizer = Prefix + "profile-cleanup"
 

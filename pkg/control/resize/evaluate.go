@@ -1,0 +1,127 @@
+package resize
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/sizing"
+)
+
+// proposal is one pod's resize as the calculator decided it, waiting for its node's plan.
+type proposal struct {
+	pc      *profileCtx
+	pod     *corev1.Pod
+	changes []sizing.ContainerChanges
+	clamps  []sizing.Clamp
+	donor   bool
+	// why is logged with the patch: "interval", "donor", "oom", "cap".
+	why string
+}
+
+func (p proposal) key() string { return p.pod.Namespace + "/" + p.pod.Name }
+
+// targets are the full proposed resources per changed container.
+func (p proposal) targets() []ContainerTarget {
+	return targetsOf(p.pod, p.changes)
+}
+
+// targetsOf merges changes into the containers' current resources.
+func targetsOf(pod *corev1.Pod, changes []sizing.ContainerChanges) []ContainerTarget {
+	out := make([]ContainerTarget, 0, len(changes))
+	for _, ch := range changes {
+		c := containerOf(pod, ch.Name)
+		if c == nil {
+			continue
+		}
+		t := ContainerTarget{Name: ch.Name, Sidecar: ch.Sidecar,
+			Requests: c.Resources.Requests.DeepCopy(), Limits: c.Resources.Limits.DeepCopy()}
+		if t.Requests == nil {
+			t.Requests = corev1.ResourceList{}
+		}
+		if t.Limits == nil {
+			t.Limits = corev1.ResourceList{}
+		}
+		for k, v := range ch.Requests {
+			t.Requests[k] = v
+		}
+		for k, v := range ch.Limits {
+			t.Limits[k] = v
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// withTargets returns changes carrying the given full targets (same containers, order and
+// indexes), for rendering a capped proposal.
+func withTargets(changes []sizing.ContainerChanges, ts []ContainerTarget) []sizing.ContainerChanges {
+	byName := map[string]ContainerTarget{}
+	for _, t := range ts {
+		byName[t.Name] = t
+	}
+	out := make([]sizing.ContainerChanges, 0, len(changes))
+	for _, ch := range changes {
+		if t, ok := byName[ch.Name]; ok {
+			ch.Requests, ch.Limits = t.Requests, t.Limits
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+func containerOf(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+// evaluate runs the per-pod chain of SPEC §8.2 (sizing.EvaluateResize: gate, calculator,
+// QoS, dry-run) and counts and logs the skips. A dry-run decision is still planned, so the
+// would-be patch logged at send time is the one the planner would send.
+func (c *Controller) evaluate(ctx context.Context, pc *profileCtx, pod *corev1.Pod) (proposal, bool) {
+	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: pc.recs, Params: pc.params,
+		Interval: pc.interval, Now: pc.now, DryRun: c.opts.DryRun})
+	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "profile", pc.profile.Name,
+		"policy", pc.policyLabel(), "action", "resize")
+	switch d.Reason {
+	case "", sizing.ReasonDryRun:
+		return proposal{pc: pc, pod: pod, changes: d.Changes, clamps: d.Clamps, why: "interval"}, true
+	case sizing.ReasonQoSPinned:
+		log.Info("resize would change the QoS class, skipped", "reason", d.Reason, "qos_current", d.QoSBefore, "qos_after", d.QoSAfter)
+	default:
+		log.V(1).Info("no resize", "reason", d.Reason, "message", d.Message)
+	}
+	c.metrics.Skipped.WithLabelValues(d.Reason, pc.policyLabel(), pod.Namespace, pc.profile.Name).Inc()
+	return proposal{}, false
+}
+
+// profileOf loads the evaluation context of the profile a pod is bound to (for donors and
+// fast raises); ok is false when the profile cannot resize now.
+func (c *Controller) profileOf(ctx context.Context, pod *corev1.Pod) (*profileCtx, bool) {
+	name := pod.Annotations[ballastv1.ProfileRefAnnotation]
+	if name == "" {
+		return nil, false
+	}
+	wp := &ballastv1.WorkloadProfile{}
+	if err := c.client.Get(ctx, ctrlKey(name), wp); err != nil || !wp.Status.MeetsThreshold {
+		return nil, false
+	}
+	pol, reason, err := c.loadPolicy(ctx, wp.Status.PolicyRef)
+	if err != nil || reason != "" {
+		return nil, false
+	}
+	recs, _ := sizing.ParseRecommendations(wp.Status.Containers)
+	return &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
+		interval: pol.Resize.Interval, now: c.now()}, true
+}

@@ -1,0 +1,54 @@
+package resize
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the resize controller's instruments (SPEC §11.2), plus the Deferred
+// ladder's and fast raises' own. Clamped is shared with admission (phase="admission"), so
+// its owner (pkg/control/metrics) creates it and passes it in; kill-switch suppressions are
+// counted through config.State.Suppress.
+type Metrics struct {
+	Applied *prometheus.CounterVec // ballast_resize_applied_total{policy,namespace,profile}
+	Failed  *prometheus.CounterVec // ballast_resize_failed_total{policy,namespace,profile}
+	Skipped *prometheus.CounterVec // ballast_resize_skipped_total{reason,policy,namespace,profile}
+	Outcome *prometheus.CounterVec // ballast_resize_outcome_total{outcome,policy,namespace,profile}
+	// Ladder counts Deferred-ladder steps: ballast_resize_ladder_total{rung,result}.
+	Ladder *prometheus.CounterVec
+	// GuardNodes is the number of nodes on which Ballast holds its guard key.
+	GuardNodes prometheus.Gauge
+	// Raises counts fast raises: ballast_resize_raises_total{trigger,result}.
+	Raises *prometheus.CounterVec
+	// Planned counts the planner's decisions per interval: ballast_resize_planned_total{decision}.
+	Planned *prometheus.CounterVec
+
+	// Clamped is ballast_recommendation_clamped_total{container,resource,policy,namespace,phase,profile}.
+	Clamped *prometheus.CounterVec
+}
+
+// NewMetrics creates the resize instruments and registers them with reg. clamped is the
+// shared counter (not registered here); a nil one is created unregistered, so tests need
+// not build it.
+func NewMetrics(reg prometheus.Registerer, clamped *prometheus.CounterVec) *Metrics {
+	c := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	if clamped == nil {
+		clamped = c("ballast_recommendation_clamped_total", "Requests clamped to their limit.", "container", "resource", "policy", "namespace", "phase", "profile")
+	}
+	m := &Metrics{
+		Applied:    c("ballast_resize_applied_total", "Accepted in-place resizes.", "policy", "namespace", "profile"),
+		Failed:     c("ballast_resize_failed_total", "Rejected in-place resizes.", "policy", "namespace", "profile"),
+		Skipped:    c("ballast_resize_skipped_total", "Resize evaluations that issued no patch.", "reason", "policy", "namespace", "profile"),
+		Outcome:    c("ballast_resize_outcome_total", "Observed resize outcomes.", "outcome", "policy", "namespace", "profile"),
+		Ladder:     c("ballast_resize_ladder_total", "Deferred-ladder steps by rung and result.", "rung", "result"),
+		GuardNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ballast_resize_guard_nodes", Help: "Nodes on which Ballast holds its resize-preemption guard key."}),
+		Raises:     c("ballast_resize_raises_total", "Fast in-place raises by trigger and result.", "trigger", "result"),
+		Planned:    c("ballast_resize_planned_total", "Node planner decisions.", "decision"),
+		Clamped:    clamped,
+	}
+	if reg != nil {
+		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Planned)
+	}
+	return m
+}

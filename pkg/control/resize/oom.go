@@ -1,0 +1,230 @@
+package resize
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/enrollment"
+	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/sizing"
+	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+// OOMSource reads a profile's OOM stream (store.Reader.ReadOOM).
+type OOMSource interface {
+	ReadOOM(ctx context.Context, profile, afterID string) ([]store.OOMRecord, error)
+}
+
+// oomLookback is how old a kill found on a profile's first read may be and still raise.
+const oomLookback = 2 * time.Minute
+
+// background is the controller's leader-only loop: OOM polling (fast raises) every tick,
+// guard time limits every guardSweep.
+type background struct {
+	c          *Controller
+	src        OOMSource
+	every      time.Duration
+	guardSweep time.Duration
+	last       map[string]string // profile hash → last stream ID seen
+	retry      map[types.UID]series.OOMEvent
+}
+
+// NeedLeaderElection: only the leader raises pods and sweeps guards.
+func (b *background) NeedLeaderElection() bool { return true }
+
+// Start runs until ctx ends.
+func (b *background) Start(ctx context.Context) error {
+	t := time.NewTicker(b.every)
+	defer t.Stop()
+	lastSweep := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		log := b.c.log.WithName("background")
+		if b.src != nil {
+			if err := b.pollOOM(ctrl.LoggerInto(ctx, log)); err != nil {
+				log.Error(err, "reading OOM streams")
+			}
+		}
+		if time.Since(lastSweep) >= b.guardSweep {
+			lastSweep = time.Now()
+			b.c.sweepGuards(ctrl.LoggerInto(ctx, log))
+		}
+	}
+}
+
+// sweepGuards applies the guard time limit on every node Ballast holds a key on, including
+// keys left by an earlier leader.
+func (c *Controller) sweepGuards(ctx context.Context) {
+	nodes := &corev1.NodeList{}
+	if err := c.client.List(ctx, nodes); err == nil {
+		for i := range nodes.Items {
+			if ours, _ := guardKeys(&nodes.Items[i]); ours {
+				c.mu.Lock()
+				if _, ok := c.guards[nodes.Items[i].Name]; !ok {
+					c.guards[nodes.Items[i].Name] = c.now()
+				}
+				c.mu.Unlock()
+			}
+		}
+	}
+	c.mu.Lock()
+	held := make([]string, 0, len(c.guards))
+	for n := range c.guards {
+		held = append(held, n)
+	}
+	c.mu.Unlock()
+	for _, n := range held {
+		if err := c.releaseIfIdle(ctx, n); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "applying the guard time limit", "node", n)
+		}
+	}
+}
+
+// pollOOM reads the OOM streams of profiles that have resize-mode pods and raises the
+// killed containers in place at once (ARCHITECTURE.md "Fast raises"): interval and
+// cooldown are skipped, the guards (kill switch, dry-run, settling resize, QoS, node fit)
+// are not.
+func (b *background) pollOOM(ctx context.Context) error {
+	c := b.c
+	profiles := &ballastv1.WorkloadProfileList{}
+	if err := c.client.List(ctx, profiles); err != nil {
+		return err
+	}
+	now := c.now()
+	for i := range profiles.Items {
+		wp := &profiles.Items[i]
+		hash := wp.Status.MeasurementHash
+		if hash == "" {
+			continue
+		}
+		pods := &corev1.PodList{}
+		if err := c.client.List(ctx, pods, client.MatchingFields{enrollment.ProfileRefIndex: wp.Name}); err != nil {
+			return err
+		}
+		byKey := map[string]*corev1.Pod{}
+		for j := range pods.Items {
+			p := &pods.Items[j]
+			if p.Labels[ballastv1.ModeLabel] == ballastv1.ModeResize && p.Status.Phase == corev1.PodRunning {
+				byKey[p.Namespace+"/"+p.Name] = p
+			}
+		}
+		if len(byKey) == 0 {
+			continue
+		}
+		last, seen := b.last[hash]
+		recs, err := b.src.ReadOOM(ctx, hash, last)
+		if err != nil {
+			return fmt.Errorf("reading OOM stream of %s: %w", wp.Name, err)
+		}
+		for _, r := range recs {
+			b.last[hash] = r.ID
+			if !seen && now.Sub(r.Event.At) > oomLookback {
+				continue
+			}
+			if p := byKey[r.Event.Pod]; p != nil {
+				b.retry[p.UID] = r.Event
+			}
+		}
+		for _, p := range byKey {
+			if ev, ok := b.retry[p.UID]; ok && c.raise(ctx, wp, p, ev) {
+				delete(b.retry, p.UID)
+			}
+		}
+	}
+	return nil
+}
+
+// raise raises the killed container's memory limit to the OOM bump (max(peak × 1.2,
+// peak + 100Mi), recommend.OOMBumpBytes), and its request with it when they were equal
+// (a Guaranteed container stays Guaranteed). done is false when the pod must be tried
+// again (a resize of it is still settling).
+func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, pod *corev1.Pod, ev series.OOMEvent) (done bool) {
+	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "container", ev.Container, "trigger", "oom")
+	count := func(result string) { c.metrics.Raises.WithLabelValues("oom", result).Inc() }
+	if ev.Kind == "node" {
+		count("not_container")
+		return true
+	}
+	if Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
+		return false // never stack a resize on one that has not settled; next tick
+	}
+	ctr := containerOf(pod, ev.Container)
+	if ctr == nil || !slices.Contains(containerNames(pod), ev.Container) {
+		count("no_container")
+		return true
+	}
+	lim, hasLim := ctr.Resources.Limits[corev1.ResourceMemory]
+	if !hasLim {
+		count("no_limit")
+		return true
+	}
+	bump := recommend.OOMBumpBytes(recommend.OOMEvent{Container: ev.Container, Time: ev.At, PeakBytes: ev.PeakBytes, LimitBytes: ev.LimitBytes})
+	if bump <= lim.Value() {
+		count("already_raised")
+		return true
+	}
+	newLim := *resource.NewQuantity(bump, resource.BinarySI)
+	ch := sizing.ContainerChanges{Name: ctr.Name, Limits: corev1.ResourceList{corev1.ResourceMemory: newLim}}
+	for _, lr := range longRunningChanges(pod) {
+		if lr.Name == ctr.Name {
+			ch.Sidecar, ch.Index = lr.Sidecar, lr.Index
+		}
+	}
+	if req, ok := ctr.Resources.Requests[corev1.ResourceMemory]; ok && req.Cmp(lim) == 0 {
+		ch.Requests = corev1.ResourceList{corev1.ResourceMemory: newLim}
+	}
+	after := pod.DeepCopy()
+	for _, t := range targetsOf(pod, []sizing.ContainerChanges{ch}) {
+		if c := containerOf(after, t.Name); c != nil {
+			c.Resources.Requests, c.Resources.Limits = t.Requests, t.Limits
+		}
+	}
+	if sizing.QoS(after) != sizing.QoS(pod) {
+		count("qos_pinned")
+		log.Info("fast raise would change the QoS class, skipped", "qos_current", sizing.QoS(pod), "qos_after", sizing.QoS(after))
+		return true
+	}
+	msg := fmt.Sprintf("container %s was OOM-killed at %s (peak %d bytes, limit %s): memory limit raised in place to %s",
+		ev.Container, ev.At.UTC().Format(time.RFC3339), ev.PeakBytes, lim.String(), newLim.String())
+	log.Info("fast raise after an OOM kill", "limit_before", lim.String(), "limit_after", newLim.String())
+	pc := &profileCtx{profile: wp, now: c.now()}
+	if _, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: []sizing.ContainerChanges{ch}, why: "oom"}}); err != nil {
+		count("error")
+		log.Error(err, "fast raise failed")
+		return false
+	}
+	count("sent")
+	if !c.opts.DryRun && !c.state.Get().Active() {
+		c.events.Raised(pod, msg)
+	}
+	return true
+}
+
+func containerNames(pod *corev1.Pod) []string {
+	var out []string
+	for _, c := range longRunningChanges(pod) {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// WithOOM makes the controller poll profiles' OOM streams every `every` (1s in
+// production) for fast raises.
+func (c *Controller) WithOOM(src OOMSource, every time.Duration) *Controller {
+	c.oom, c.oomEvery = src, every
+	return c
+}

@@ -1,0 +1,5 @@
+package agent
+
+// EnvPrefix starts the environment variable every flag falls back to (cli.EnvName:
+// --flush-interval → BALLAST_FLUSH_INTERVAL).
+const EnvPrefix = "BALLAST"

@@ -1,0 +1,91 @@
+// Command ballast-loadapp is the known load of Ballast's real-node tests: it burns a set
+// cpu rate (millicores of its own measured cpu time, so it catches up when the node is
+// busy), holds a set amount of touched memory, and on request starts a child process that
+// allocates until the kernel OOM-kills it (the container and its cgroup survive, as when a
+// worker process of a real server dies). Never part of a product binary.
+//
+//	ballast-loadapp -cpu-millis 200 -memory-mib 150 [-oom-child-after 5s]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	cpu := flag.Int("cpu-millis", 200, "cpu to burn, millicores")
+	mem := flag.Int("memory-mib", 150, "memory to allocate and keep touched, MiB")
+	oomAfter := flag.Duration("oom-child-after", 0, "start one child that allocates until OOM-killed after this long (0: never)")
+	hog := flag.Bool("hog", false, "internal: allocate until killed (the OOM child)")
+	flag.Parse()
+	if *hog {
+		allocateForever()
+	}
+	held := touch(make([]byte, *mem<<20))
+	fmt.Printf("loadapp: holding %d MiB, burning %dm cpu\n", *mem, *cpu)
+	if *oomAfter > 0 {
+		go oomChild(*oomAfter)
+	}
+	go burn(*cpu)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	refresh := time.NewTicker(5 * time.Second)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-refresh.C:
+			touch(held) // keep the pages resident and active
+		}
+	}
+}
+
+// touch writes one byte per page so the memory is really charged to the cgroup.
+func touch(b []byte) []byte {
+	for i := 0; i < len(b); i += 4096 {
+		b[i]++
+	}
+	return b
+}
+
+// burn keeps this process's cpu time at millis/1000 of the wall time since start: every
+// 10 ms tick it spins while it is behind, then sleeps.
+func burn(millis int) {
+	start, cpu0 := time.Now(), cpuTime()
+	for range time.Tick(10 * time.Millisecond) {
+		target := time.Duration(float64(time.Since(start)) * float64(millis) / 1000)
+		for cpuTime()-cpu0 < target {
+			for i := 0; i < 20000; i++ {
+				_ = i * i
+			}
+		}
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func oomChild(after time.Duration) {
+	time.Sleep(after)
+	cmd := exec.Command("/proc/self/exe", "-hog")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	err := cmd.Run()
+	fmt.Printf("loadapp: OOM child ended at %d ms: %v\n", time.Now().UnixMilli(), err)
+}
+
+func allocateForever() {
+	var chunks [][]byte
+	for {
+		chunks = append(chunks, touch(make([]byte, 8<<20)))
+	}
+}

@@ -1,0 +1,9 @@
+package node
+
+import (
+	"testing"
+)
+
+var n *Node
+
+func TestMain(m *testing.M) { Main(m, &n) }
