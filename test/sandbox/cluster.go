@@ -43,8 +43,10 @@ type Sandbox struct {
 	Client client.Client // cached-free admin client
 	Nodes  []*Node
 
-	procs  []*proc
-	cancel context.CancelFunc
+	procs     []*proc
+	restarts  int    // ballast-control restarts (StartControl)
+	healthURL string // ballast-control's /readyz
+	cancel    context.CancelFunc
 }
 
 const operatorNS = "ballast-system"
@@ -220,6 +222,10 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 	if err := s.Client.Create(ctx, harness.WebhookConfiguration("ballast", fmt.Sprintf("https://127.0.0.1:%d%s", port, ballastv1.WebhookPath), operatorNS)); err != nil {
 		return err
 	}
+	if err := s.Client.Create(ctx, evictionWebhook("ballast", fmt.Sprintf("https://127.0.0.1:%d%s", port, ballastv1.EvictionWebhookPath), operatorNS)); err != nil {
+		return err
+	}
+	s.healthURL = fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
 	p, err := startProc(s.Opts.Dir, "ballast-control", s.Opts.ControlBin, "--kubeconfig", kc,
 		"--leader-elect=false", "--operator-namespace", operatorNS, "--redis-url", s.Valkey.URL(),
 		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(port), "--webhook-dns-names", "127.0.0.1",

@@ -187,6 +187,9 @@ seccompProfile:
 {{- else }}
 - --leader-elect=false
 {{- end }}
+{{- if not .Values.understudy.enabled }}
+- --understudy=false
+{{- end }}
 {{- end -}}
 
 {{/*

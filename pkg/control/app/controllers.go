@@ -25,6 +25,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
+	"github.com/ballastk8s/ballast/pkg/control/understudy"
 )
 
 // CacheOptions restrict the manager's informers to what Ballast reads: enrolled pods only
@@ -79,6 +80,7 @@ type Controllers struct {
 	Enrollment *enrollment.Controller
 	Profiles   *profiles.Controller
 	Resize     *resize.Controller
+	Understudy *understudy.Parts
 }
 
 // Register lists every controller explicitly; there is no init-time registration.
@@ -87,6 +89,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		return nil, fmt.Errorf("indexing pods: %w", err)
 	}
 	c := mgr.GetClient()
+	var err error
 	pm := policies.NewMetrics(d.Registry)
 	cs := &Controllers{
 		Config:     config.New(d.Clock, c, d.State, d.kill, o.OperatorNamespace, d.log(ComponentConfig)),
@@ -102,6 +105,11 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	}
 	cs.Profiles.SetEvents(d.Events)
 	cs.Enrollment.SetEvents(d.Events)
+	if o.Understudy {
+		if cs.Understudy, err = understudy.Setup(ctx, mgr, d.Clock, d.State, d.Registry, d.Events, d.log(ComponentUnderstudy), o.understudy()); err != nil {
+			return nil, fmt.Errorf("setting up understudy: %w", err)
+		}
+	}
 	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles, cs.Resize}
 	for _, r := range regs {
 		if err := r.Register(mgr); err != nil {

@@ -39,6 +39,10 @@ type Options struct {
 	LogLevelAdjuster       string
 	LogStdout              bool
 	LogStdoutFields        string
+	// Understudy runs the Understudy controller and eviction webhook (SPEC §15); its extra
+	// doom taint keys are comma-separated (§15.3).
+	Understudy                                        bool
+	UnderstudyDoomTaints, UnderstudyInvoluntaryTaints string
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on owners.
 	PredictedRequests bool
 
@@ -61,6 +65,7 @@ func NewOptions() *Options {
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		LeaderElect:            true,
+		Understudy:             true,
 		WebhookCertName:        "tls.crt",
 		WebhookCertKey:         "tls.key",
 		WebhookPort:            ballastv1.WebhookPort,
@@ -103,6 +108,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
 	fs.BoolVar(&o.PredictedRequests, "predicted-requests-annotation", o.PredictedRequests, "publish autoscaling.k8s.io/predicted-pod-requests (Karpenter's in-place RFC) on the Deployments and StatefulSets of sized pods; needs get and patch on them")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
+	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
+	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
+	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
 	fs.StringVar(&o.LogStdoutFields, "log-stdout-fields", o.LogStdoutFields, `JSON object of static fields added to every log line, e.g. {"cluster":"prod-eu"}`)
 }
 

@@ -161,11 +161,19 @@ func (m *Manager) writeFiles(b Bundle) error {
 	return nil
 }
 
-// syncWebhook sets caBundle on every webhook of the configuration when it differs.
+// syncWebhook sets caBundle on every webhook of the mutating configuration, and of the
+// validating one of the same name, when it differs.
 func (m *Manager) syncWebhook(ctx context.Context, bundle []byte) error {
 	if m.opts.Webhook == "" {
 		return nil
 	}
+	if err := m.syncMutating(ctx, bundle); err != nil {
+		return err
+	}
+	return m.syncValidating(ctx, bundle)
+}
+
+func (m *Manager) syncMutating(ctx context.Context, bundle []byte) error {
 	w := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := m.c.Get(ctx, client.ObjectKey{Name: m.opts.Webhook}, w); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -188,5 +196,33 @@ func (m *Manager) syncWebhook(ctx context.Context, bundle []byte) error {
 		return fmt.Errorf("patching caBundle of %s: %w", m.opts.Webhook, err)
 	}
 	logf.FromContext(ctx).WithName("webhook-certs").Info("updated webhook caBundle", "webhook", m.opts.Webhook)
+	return nil
+}
+
+// syncValidating does the same for the ValidatingWebhookConfiguration of the same name
+// (Understudy's eviction webhook), when it exists.
+func (m *Manager) syncValidating(ctx context.Context, bundle []byte) error {
+	w := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := m.c.Get(ctx, client.ObjectKey{Name: m.opts.Webhook}, w); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", m.opts.Webhook, err)
+	}
+	patch := client.MergeFromWithOptions(w.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	changed := false
+	for i := range w.Webhooks {
+		if !bytes.Equal(w.Webhooks[i].ClientConfig.CABundle, bundle) {
+			w.Webhooks[i].ClientConfig.CABundle = bundle
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := m.c.Patch(ctx, w, patch); err != nil {
+		return fmt.Errorf("patching caBundle of ValidatingWebhookConfiguration %s: %w", m.opts.Webhook, err)
+	}
+	logf.FromContext(ctx).WithName("webhook-certs").Info("updated webhook caBundle", "validatingWebhook", m.opts.Webhook)
 	return nil
 }

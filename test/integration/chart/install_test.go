@@ -146,8 +146,8 @@ func checkInstalled(t *testing.T, cx context.Context) {
 			t.Errorf("CRD %s was not applied by the hook (managers %v)", crd.Name, managers)
 		}
 	}
-	if len(names) != 5 {
-		t.Errorf("Ballast CRDs installed: %v, want 5", names)
+	if len(names) != 6 {
+		t.Errorf("Ballast CRDs installed: %v, want 6", names)
 	}
 
 	exist := []client.Object{

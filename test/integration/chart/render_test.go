@@ -49,8 +49,8 @@ func TestRenderDefaults(t *testing.T) {
 		"BallastConfig/ballast",
 		"Certificate/ballast-serving-cert",
 		"ClusterResourcePolicy/default",
-		"ClusterRole/ballast", "ClusterRole/ballast-crd-upgrade", "ClusterRole/ballast-node",
-		"ClusterRoleBinding/ballast", "ClusterRoleBinding/ballast-crd-upgrade", "ClusterRoleBinding/ballast-node",
+		"ClusterRole/ballast", "ClusterRole/ballast-crd-upgrade", "ClusterRole/ballast-node", "ClusterRole/ballast-understudy",
+		"ClusterRoleBinding/ballast", "ClusterRoleBinding/ballast-crd-upgrade", "ClusterRoleBinding/ballast-node", "ClusterRoleBinding/ballast-understudy",
 		"ConfigMap/ballast-valkey",
 		"DaemonSet/ballast-node",
 		"Deployment/ballast", "Deployment/ballast-valkey",
@@ -65,13 +65,14 @@ func TestRenderDefaults(t *testing.T) {
 		"RoleBinding/ballast-killswitch", "RoleBinding/ballast-leader-election",
 		"Service/ballast-valkey", "Service/ballast-webhook",
 		"ServiceAccount/ballast", "ServiceAccount/ballast-crd-upgrade", "ServiceAccount/ballast-node",
+		"ValidatingWebhookConfiguration/ballast",
 	}
 	slices.Sort(want)
 	if diff := cmp.Diff(want, m.keys()); diff != "" {
 		t.Errorf("rendered objects (-want +got):\n%s", diff)
 	}
 	clusterScoped := map[string]bool{"BallastConfig": true, "ClusterResourcePolicy": true, "ClusterRole": true,
-		"ClusterRoleBinding": true, "MetricsSource": true, "MutatingWebhookConfiguration": true}
+		"ClusterRoleBinding": true, "MetricsSource": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true}
 	for _, k := range m.order {
 		o := m.byKey[k]
 		if clusterScoped[o.Kind] != (o.Namespace == "") || (o.Namespace != "" && o.Namespace != namespace) {

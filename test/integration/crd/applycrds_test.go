@@ -90,8 +90,8 @@ func TestApplyCRDs(t *testing.T) {
 	}
 
 	before := resourceVersions(t, cx, kube.Client)
-	if len(before) != 5 {
-		t.Fatalf("installed %d Ballast CRDs, want 5: %v", len(before), before)
+	if len(before) != 6 {
+		t.Fatalf("installed %d Ballast CRDs, want 6: %v", len(before), before)
 	}
 	logged = nil
 	if err := crds.Apply(cx, dc, ms, log); err != nil {
@@ -100,7 +100,7 @@ func TestApplyCRDs(t *testing.T) {
 	if after := resourceVersions(t, cx, kube.Client); !equalMaps(before, after) {
 		t.Errorf("re-applying unchanged CRDs changed them: before %v after %v", before, after)
 	}
-	if len(logged) != 5 || !strings.Contains(logged[0], `"applied CRD"`) {
+	if len(logged) != 6 || !strings.Contains(logged[0], `"applied CRD"`) {
 		t.Errorf("want one 'applied CRD' line per CRD, got %q", logged)
 	}
 
@@ -128,8 +128,8 @@ func TestApplyCRDsBinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", i+1, err, out)
 		}
-		if n := strings.Count(string(out), `"msg":"applied CRD"`); n != 5 {
-			t.Errorf("run %d logged %d 'applied CRD' lines, want 5:\n%s", i+1, n, out)
+		if n := strings.Count(string(out), `"msg":"applied CRD"`); n != 6 {
+			t.Errorf("run %d logged %d 'applied CRD' lines, want 6:\n%s", i+1, n, out)
 		}
 	}
 	// A kubeconfig pointing at a port where nothing listens.

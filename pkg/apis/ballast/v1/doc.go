@@ -35,6 +35,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterResourcePolicy{}, &ClusterResourcePolicyList{},
 		&ResourcePolicy{}, &ResourcePolicyList{},
 		&WorkloadProfile{}, &WorkloadProfileList{},
+		&Understudy{}, &UnderstudyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
