@@ -76,14 +76,19 @@ type UnderstudySpec struct {
 
 // UnderstudyStatus is the observed state of the protection.
 type UnderstudyStatus struct {
+	// Phase is where the protection stands: Idle, Surging (a stand-in is being raised),
+	// Releasing (the stand-in is Ready, the next eviction is allowed), Relaxed (a bound
+	// released the hold) or Unsupported (the target cannot be protected; see Supported).
 	// +optional
 	// +kubebuilder:validation:Enum=Idle;Surging;Releasing;Relaxed;Unsupported
 	Phase string `json:"phase,omitempty"`
 	// Mode is the effective hold mode.
 	// +optional
 	Mode string `json:"mode,omitempty"`
+	// LastSurgeTime is when the last surge started.
 	// +optional
 	LastSurgeTime *metav1.Time `json:"lastSurgeTime,omitempty"`
+	// LastReleaseTime is when the last surge ended with the target back at its original replica count.
 	// +optional
 	LastReleaseTime *metav1.Time `json:"lastReleaseTime,omitempty"`
 	// BlockedSince is the time of the oldest held eviction; omitted when none is held.
@@ -104,6 +109,7 @@ type UnderstudyStatus struct {
 	// DoomDeadline is the doom signal's deadline when one is known.
 	// +optional
 	DoomDeadline *metav1.Time `json:"doomDeadline,omitempty"`
+	// ObservedGeneration is the generation of the spec this status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Ready and Supported.
