@@ -77,7 +77,8 @@ valkey:
     enabled: false
 `)
 	fast := filepath.Join(n.Dir, "values-fast.yaml")
-	writeFile(t, fast, `# Test speed: 1 s sampling (Summary every 5 s), profiles Sufficient after 5 samples over 20 s.
+	writeFile(t, fast, `# Test speed: 1 s sampling (Summary every 5 s), profiles Sufficient after 5 samples over 20 s,
+# resize-mode pods stepped every 5 s.
 defaultMetricsSources:
   kubernetesMetrics:
     pollInterval: "1s"
@@ -93,6 +94,9 @@ defaultClusterResourcePolicy:
     minDataPoints: 5
     minTimeSpan: 20s
     maxCV: "2.0"
+  behaviors:
+    resize:
+      interval: 5s
 `)
 	return []string{"-f", filepath.Join(chartDir(), "values-local-testing.yaml"), "-f", local, "-f", fast}
 }

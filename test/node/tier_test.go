@@ -29,6 +29,7 @@ func TestRealNode(t *testing.T) {
 		{"install", testInstall},
 		{"measure", testMeasure},
 		{"apply", testApply},
+		{"resize", testResize},
 		{"oom", testOOM},
 		{"summary", testSummary},
 		{"footprint", testFootprint},
