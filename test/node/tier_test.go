@@ -30,6 +30,8 @@ func TestRealNode(t *testing.T) {
 		{"measure", testMeasure},
 		{"apply", testApply},
 		{"resize", testResize},
+		{"resize-donor", testResizeDonor},
+		{"resize-oom", testResizeOOM},
 		{"oom", testOOM},
 		{"summary", testSummary},
 		{"footprint", testFootprint},
