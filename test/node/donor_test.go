@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -84,7 +87,7 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 		}
 		return nil
 	})
-	donor = runningPod(t, ctx, donor)
+	donor = waitRunning(t, ctx, donor)
 	grower := runningPod(t, ctx, loadPod("grow", "grower", "worker", "measure",
 		[]string{"-cpu-millis", fmt.Sprint(loadMilliCPU), "-memory-mib", fmt.Sprint(loadMiB)},
 		res("50m", "160Mi"), res("", "200Mi")))
@@ -169,13 +172,37 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 	} else {
 		t.Logf("grower events: %v", ev)
 	}
-	if d, ok := s.at("grower kubelet Deferred"); ok {
+	if kd, ok := s.at("grower kubelet Deferred"); !ok && deferredAfter <= deferredBefore {
+		t.Errorf("the kubelet never deferred the growth (no PodResizePending seen, kubelet counter %v → %v)", deferredBefore, deferredAfter)
+	} else if ok {
 		done, _ := s.at("grower actuated")
-		t.Logf("kubelet Deferred → resolved (status = spec) through the donor shrink: %s", done.Sub(d).Round(time.Millisecond))
+		t.Logf("kubelet Deferred (condition seen) → growth actuated (status = spec): %s", done.Sub(kd).Round(time.Millisecond))
 	}
 	if d, ok := s.at("donor patch"); ok {
 		done, _ := s.at("grower actuated")
 		t.Logf("donor patch seen → growth actuated: %s", done.Sub(d).Round(time.Millisecond))
+	}
+	deferred := controlCounter(t, ctx, "ballast_resize_outcome_total", `outcome="deferred"`, `namespace="grow"`)
+	t.Logf("Ballast metrics: ladder donors %v, guard %v; outcomes in grow: deferred %v, completed %v",
+		controlCounter(t, ctx, "ballast_resize_ladder_total", `rung="donors"`),
+		controlCounter(t, ctx, "ballast_resize_ladder_total", `rung="guard"`), deferred,
+		controlCounter(t, ctx, "ballast_resize_outcome_total", `outcome="completed"`, `namespace="grow"`))
+	// Ballast's record of the Deferred state: the window is the donor's actuation (tens of
+	// ms), so its outcome watch may see Completed first; when it saw Deferred, the pod
+	// annotation, event and metric all say so.
+	if d, ok := s.at("grower state Deferred"); ok {
+		done, _ := s.at("grower state Completed")
+		t.Logf("resize-state Deferred → Completed (Ballast's annotations, as watched): %s", done.Sub(d).Round(time.Millisecond))
+		if deferred < 1 {
+			t.Errorf("resize-state Deferred recorded but ballast_resize_outcome_total{outcome=deferred} is %v", deferred)
+		}
+		if !slices.ContainsFunc(podEvents(t, ctx, grower), func(e string) bool {
+			return strings.HasPrefix(e, "ResizeDeferred in-place resize deferred by the kubelet")
+		}) {
+			t.Errorf("resize-state Deferred recorded without Ballast's ResizeDeferred event")
+		}
+	} else {
+		t.Logf("Ballast's outcome watch saw Completed without Deferred this run (the kubelet resolved it first)")
 	}
 	for _, p := range []*corev1.Pod{filler, donor, grower} {
 		if err := n.Client.Delete(ctx, p); err != nil {
@@ -220,7 +247,8 @@ func watchPod(t *testing.T, ctx context.Context, wg *sync.WaitGroup, s *seen, wh
 					}
 				}
 			}
-			if st := cur.Status.ContainerStatuses; changed && len(st) > 0 && st[0].Resources != nil && equalResources(*st[0].Resources, spec) {
+			if st := cur.Status.ContainerStatuses; changed && len(st) > 0 && st[0].Resources != nil &&
+				st[0].Resources.Requests.Cpu().Cmp(*spec.Requests.Cpu()) == 0 {
 				s.mark(who + " actuated")
 			}
 			if state := cur.Annotations[ballastv1.ResizeStateAnnotation]; state != "" && state != lastState {
@@ -331,4 +359,55 @@ func podEvents(t *testing.T, ctx context.Context, p *corev1.Pod) []string {
 		}
 	}
 	return out
+}
+
+// controlCounter sums the series of a counter whose line contains every one of match over
+// the control-plane pods' /metrics (plain HTTP on the pod IP, telemetry.prometheus.enabled
+// in the test values); -1 when no pod serves it.
+func controlCounter(t *testing.T, ctx context.Context, name string, match ...string) float64 {
+	t.Helper()
+	dep := &appsv1.Deployment{}
+	if err := n.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "ballast"}, dep); err != nil {
+		t.Fatal(err)
+	}
+	pods := &corev1.PodList{}
+	if err := n.Client.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
+		t.Fatal(err)
+	}
+	sum, found := 0.0, false
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" {
+			continue
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Status.PodIP+":8080/metrics", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Logf("metrics of %s: %v", p.Name, err)
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, name+"{") || !all(line, match) {
+				continue
+			}
+			f := strings.Fields(line)
+			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+				sum, found = sum+v, true
+			}
+		}
+	}
+	if !found {
+		return -1
+	}
+	return sum
+}
+
+func all(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

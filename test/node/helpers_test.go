@@ -97,6 +97,9 @@ defaultClusterResourcePolicy:
   behaviors:
     resize:
       interval: 5s
+telemetry:
+  prometheus:
+    enabled: true
 `)
 	return []string{"-f", filepath.Join(chartDir(), "values-local-testing.yaml"), "-f", local, "-f", fast}
 }
@@ -151,6 +154,12 @@ func runningPod(t *testing.T, ctx context.Context, p *corev1.Pod) *corev1.Pod {
 	if err := n.Client.Create(ctx, p); err != nil {
 		t.Fatalf("creating pod %s/%s: %v", p.Namespace, p.Name, err)
 	}
+	return waitRunning(t, ctx, p)
+}
+
+// waitRunning waits until the created pod p is Running with its containers ready.
+func waitRunning(t *testing.T, ctx context.Context, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
 	harness.Eventually(t, 2*time.Minute, "pod "+p.Name+" running", func() error {
 		if err := n.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err

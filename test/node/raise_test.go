@@ -79,6 +79,9 @@ func testResizeOOM(t *testing.T, ctx context.Context) {
 		}
 		return nil
 	})
+	if r := controlCounter(t, ctx, "ballast_resize_raises_total", `trigger="oom"`, `result="sent"`); r < 1 {
+		t.Errorf("ballast_resize_raises_total{trigger=oom,result=sent} %v, want ≥ 1", r)
+	}
 	if err := n.Client.Delete(ctx, p); err != nil {
 		t.Fatal(err)
 	}
