@@ -175,7 +175,10 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 	if kd, ok := s.at("grower kubelet Deferred"); !ok && deferredAfter <= deferredBefore {
 		t.Errorf("the kubelet never deferred the growth (no PodResizePending seen, kubelet counter %v → %v)", deferredBefore, deferredAfter)
 	} else if ok {
-		done, _ := s.at("grower actuated")
+		done, seenDone := s.at("grower actuated")
+		if !seenDone {
+			t.Errorf("the kubelet's completion of the growth was not seen by the watch")
+		}
 		t.Logf("kubelet Deferred (condition seen) → growth actuated (status = spec): %s", done.Sub(kd).Round(time.Millisecond))
 	}
 	if d, ok := s.at("donor patch"); ok {
@@ -239,24 +242,30 @@ func watchPod(t *testing.T, ctx context.Context, wg *sync.WaitGroup, s *seen, wh
 			if changed {
 				s.mark(who + " patch")
 			}
+			resizing := false
 			for _, c := range cur.Status.Conditions {
 				if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
+					resizing = true
 					s.mark(who + " kubelet " + c.Reason)
 					if c.Type == corev1.PodResizeInProgress {
 						s.mark(who + " kubelet InProgress")
 					}
 				}
 			}
-			if st := cur.Status.ContainerStatuses; changed && len(st) > 0 && st[0].Resources != nil &&
-				st[0].Resources.Requests.Cpu().Cmp(*spec.Requests.Cpu()) == 0 {
+			// The kubelet is done with the generation: observed, no resize condition left.
+			if changed && !resizing && cur.Status.ObservedGeneration >= cur.Generation {
 				s.mark(who + " actuated")
 			}
 			if state := cur.Annotations[ballastv1.ResizeStateAnnotation]; state != "" && state != lastState {
 				lastState = state
 				s.mark(who + " state " + state)
 				s.mu.Lock()
-				s.states = append(s.states, fmt.Sprintf("%s %s: resize-state %s, cpu %s", time.Now().Format("15:04:05.000"), who, state,
-					spec.Requests.Cpu().String()))
+				var actual corev1.ResourceList
+				if st := cur.Status.ContainerStatuses; len(st) > 0 && st[0].Resources != nil {
+					actual = st[0].Resources.Requests
+				}
+				s.states = append(s.states, fmt.Sprintf("%s %s: resize-state %s, spec cpu %s, status requests %v, generation %d observed %d",
+					time.Now().Format("15:04:05.000"), who, state, spec.Requests.Cpu().String(), actual, cur.Generation, cur.Status.ObservedGeneration))
 				s.mu.Unlock()
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,6 +82,44 @@ func testResizeOOM(t *testing.T, ctx context.Context) {
 	})
 	if r := controlCounter(t, ctx, "ballast_resize_raises_total", `trigger="oom"`, `result="sent"`); r < 1 {
 		t.Errorf("ballast_resize_raises_total{trigger=oom,result=sent} %v, want ≥ 1", r)
+	}
+	if err := n.Client.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testResizeEphemeral: a resize-mode pod at its cpu and memory recommendations whose
+// ephemeral-storage request drifted is not patched (pods/resize cannot change it): the
+// evaluation is skipped as not_resizable and the pod keeps its spec.
+func testResizeEphemeral(t *testing.T, ctx context.Context) {
+	createNamespace(t, ctx, "eph")
+	wp, err := profileOf(ctx, "worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, mem := recommendation(wp, "cpu"), recommendation(wp, "memory")
+	req := res(cpu.Request, mem.Request)
+	req[corev1.ResourceEphemeralStorage] = resource.MustParse("100Mi")
+	p := runningPod(t, ctx, loadPod("eph", "disk", "worker", "measure",
+		[]string{"-cpu-millis", fmt.Sprint(loadMilliCPU), "-memory-mib", fmt.Sprint(loadMiB)}, req, res("", mem.Limit)))
+	before := controlCounter(t, ctx, "ballast_resize_skipped_total", `reason="not_resizable"`, `namespace="eph"`)
+	if err := n.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"`+modeLabel+`":"resize"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "a not_resizable skip", func() error {
+		if got := controlCounter(t, ctx, "ballast_resize_skipped_total", `reason="not_resizable"`, `namespace="eph"`); got <= max(before, 0) {
+			return fmt.Errorf("ballast_resize_skipped_total{reason=not_resizable,namespace=eph} %v", got)
+		}
+		return nil
+	})
+	cur := &corev1.Pod{}
+	if err := n.Client.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+		t.Fatal(err)
+	}
+	if !equalResources(cur.Spec.Containers[0].Resources, p.Spec.Containers[0].Resources) || cur.Annotations[ballastv1.LastResizeAnnotation] != "" {
+		t.Errorf("pod resized: %v → %v, last-resize %q", p.Spec.Containers[0].Resources, cur.Spec.Containers[0].Resources,
+			cur.Annotations[ballastv1.LastResizeAnnotation])
 	}
 	if err := n.Client.Delete(ctx, p); err != nil {
 		t.Fatal(err)

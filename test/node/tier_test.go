@@ -32,6 +32,7 @@ func TestRealNode(t *testing.T) {
 		{"resize", testResize},
 		{"resize-donor", testResizeDonor},
 		{"resize-oom", testResizeOOM},
+		{"resize-ephemeral", testResizeEphemeral},
 		{"oom", testOOM},
 		{"summary", testSummary},
 		{"footprint", testFootprint},
