@@ -91,7 +91,7 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 			return err
 		}
 		if wp.Status.State != ballastv1.StateSufficient {
-			return fmt.Errorf("state %q", wp.Status.State)
+			return fmt.Errorf("state %q, conditions %+v, containers %+v", wp.Status.State, wp.Status.Conditions, wp.Status.Containers)
 		}
 		return nil
 	})
