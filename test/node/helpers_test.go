@@ -77,7 +77,8 @@ valkey:
     enabled: false
 `)
 	fast := filepath.Join(n.Dir, "values-fast.yaml")
-	writeFile(t, fast, `# Test speed: 1 s sampling (Summary every 5 s), profiles Sufficient after 5 samples over 20 s.
+	writeFile(t, fast, `# Test speed: 1 s sampling (Summary every 5 s), profiles Sufficient after 5 samples over 20 s,
+# resize-mode pods stepped every 5 s.
 defaultMetricsSources:
   kubernetesMetrics:
     pollInterval: "1s"
@@ -93,6 +94,12 @@ defaultClusterResourcePolicy:
     minDataPoints: 5
     minTimeSpan: 20s
     maxCV: "2.0"
+  behaviors:
+    resize:
+      interval: 5s
+telemetry:
+  prometheus:
+    enabled: true
 `)
 	return []string{"-f", filepath.Join(chartDir(), "values-local-testing.yaml"), "-f", local, "-f", fast}
 }
@@ -147,6 +154,12 @@ func runningPod(t *testing.T, ctx context.Context, p *corev1.Pod) *corev1.Pod {
 	if err := n.Client.Create(ctx, p); err != nil {
 		t.Fatalf("creating pod %s/%s: %v", p.Namespace, p.Name, err)
 	}
+	return waitRunning(t, ctx, p)
+}
+
+// waitRunning waits until the created pod p is Running with its containers ready.
+func waitRunning(t *testing.T, ctx context.Context, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
 	harness.Eventually(t, 2*time.Minute, "pod "+p.Name+" running", func() error {
 		if err := n.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
