@@ -62,6 +62,9 @@ func TestInterruptBreadcrumb(t *testing.T) {
 		t.Errorf("after the interrupt: paused %v, template mode %q, ReplicaSet mode %q", d.Spec.Paused,
 			d.Spec.Template.Labels[ballastv1.ModeLabel], rss.Items[0].Spec.Template.Labels[ballastv1.ModeLabel])
 	}
+	// The rollback resumed the Deployment: until its controller observes that generation,
+	// enroll rightly SKIPs it as "rollout not settled", so resume once it has.
+	settled(t, ns, 1)
 	r := run(t, "enroll", "-n", ns, "--mode", "measure", "--apply", "--settle", "1")
 	if r.code != 0 || strings.Contains(r.stdout, "FAIL") || strings.Contains(r.stdout, "WARN") || strings.Contains(r.stdout, "SKIP") {
 		t.Fatalf("resume: exit %d\n%s", r.code, r.stdout)
