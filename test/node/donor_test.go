@@ -173,10 +173,18 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 	}
 	deferredAfter := kubeletCounter(t, ctx, "kubelet_pod_deferred_accepted_resizes_total")
 	t.Logf("kubelet_pod_deferred_accepted_resizes_total %v → %v", deferredBefore, deferredAfter)
-	if ev := podEvents(t, ctx, grower); !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "ResizeLadder donors:") }) {
-		t.Errorf("no ResizeLadder donors event on the grower: %v", ev)
-	} else {
-		t.Logf("grower events: %v", ev)
+	// Events are recorded asynchronously (client-go's broadcaster): poll for the ladder's.
+	var ev []string
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ev = podEvents(t, ctx, grower)
+		if slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "ResizeLadder donors:") }) {
+			t.Logf("grower events: %v", ev)
+			break
+		}
+		if time.Now().After(end) {
+			t.Errorf("no ResizeLadder donors event on the grower within 15 s: %v", ev)
+			break
+		}
 	}
 	// Whether the kubelet defers at all is a race Ballast does not control: the growth is
 	// sent right after the donor's shrink, and when the kubelet has actuated the shrink
