@@ -104,6 +104,8 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 			WithLogger(d.log(ComponentAdjuster)).WithOOM(resize.NewStoreOOM(o.RedisURL), time.Second),
 	}
 	cs.Profiles.SetEvents(d.Events)
+	cs.Cluster.SetResolver(d.Resolver)
+	cs.Namespaced.SetResolver(d.Resolver)
 	cs.Enrollment.SetEvents(d.Events)
 	if o.Understudy {
 		if cs.Understudy, err = understudy.Setup(ctx, mgr, d.Clock, d.State, d.Registry, d.Events, d.log(ComponentUnderstudy), o.understudy()); err != nil {

@@ -2,7 +2,8 @@
 // Valid condition (SPEC §3.3), the profile discriminator (§3.5) and the
 // ballast_policies_invalid gauge, and reports policy problems once per change (§11.4):
 // invalid values, metrics naming unknown MetricsSources, a minTimeSpan that can never be
-// met. It runs on the leader.
+// met, and profiles with history whose pods the policy takes over (ProfilesTakenOver).
+// It runs on the leader.
 package policies
 
 import (
@@ -23,6 +24,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/identity"
 	"github.com/ballastk8s/ballast/pkg/logging"
 	"github.com/ballastk8s/ballast/pkg/policy"
@@ -40,6 +42,8 @@ type Controller struct {
 	problems problems
 	// invalid remembers the reason reported per policy, to clear the gauge when it changes.
 	invalid map[types.NamespacedName]string
+	// resolver replays resolution for the take-over report (nil: no report).
+	resolver *resolve.Resolver
 }
 
 // NewCluster returns the controller for ClusterResourcePolicies.
@@ -79,6 +83,7 @@ func parts(obj client.Object) (*ballastv1.ResourcePolicySpec, *ballastv1.Resourc
 func (c *Controller) Gone(_ context.Context, key types.NamespacedName) (reconcile.Result, error) {
 	c.setInvalid(key, "")
 	c.problems.forget(key)
+	c.metrics.TakenOver.DeleteLabelValues(c.kind, key.Namespace, key.Name)
 	return reconcile.Result{}, nil
 }
 
@@ -113,6 +118,17 @@ func (c *Controller) Reconcile(ctx context.Context, obj client.Object) (reconcil
 		c.problems.changed(key, problemInvalid, "")
 	}
 	c.checkTimeSpan(log, obj, spec, cond.Status == metav1.ConditionTrue)
+	if cond.Status == metav1.ConditionTrue {
+		t, err := c.findTakeOver(ctx, key)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		c.reportTakeOver(log, obj, &status.Conditions, t)
+	} else {
+		meta.RemoveStatusCondition(&status.Conditions, ConditionProfilesTakenOver)
+		c.metrics.TakenOver.DeleteLabelValues(c.kind, key.Namespace, key.Name)
+		c.problems.changed(key, problemTakeOver, "")
+	}
 	log.V(1).Info("policy checked", "valid", cond.Status, "resourceVersion", obj.GetResourceVersion())
 	if equality.Semantic.DeepEqual(before, status) {
 		return reconcile.Result{}, nil

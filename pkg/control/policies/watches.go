@@ -5,9 +5,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -16,8 +18,10 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/reconciler"
 )
 
-// Register adds the controller to mgr: the policies of its kind, and every policy of the
-// kind again when a MetricsSource or the retention window changes (both are checked).
+// Register adds the controller to mgr: the policies of its kind, every policy of the kind
+// again when a MetricsSource or the retention window changes (both are checked), and the
+// policy governing a profile when that profile appears, goes or changes policy (the
+// take-over report: a new profile under a policy is how pods moving to it show).
 func (c *Controller) Register(mgr ctrl.Manager) error {
 	name := "clusterresourcepolicy-status"
 	if c.kind == ballastv1.KindResourcePolicy {
@@ -37,6 +41,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named(name).
 		For(c.NewObject()).
 		Watches(&ballastv1.MetricsSource{}, all).
+		Watches(&ballastv1.WorkloadProfile{}, handler.EnqueueRequestsFromMapFunc(c.governing), builder.WithPredicates(profileMoved())).
 		WatchesRawSource(source.Channel(cfgChanged, all)).
 		Complete(reconciler.For(mgr.GetClient(), c.NewObject, reconciler.Object[client.Object](c)))
 }
@@ -65,4 +70,27 @@ func (c *Controller) all(ctx context.Context, _ client.Object) []reconcile.Reque
 		out[i] = reconcile.Request{NamespacedName: k}
 	}
 	return out
+}
+
+// governing enqueues the policy of this kind that governs a profile.
+func (c *Controller) governing(_ context.Context, o client.Object) []reconcile.Request {
+	wp, ok := o.(*ballastv1.WorkloadProfile)
+	if !ok || wp.Status.PolicyRef == nil || wp.Status.PolicyRef.Kind != c.kind {
+		return nil
+	}
+	r := wp.Status.PolicyRef
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: r.Name}}}
+}
+
+// profileMoved passes profile creations and deletions, and updates that change the
+// governing policy; the frequent statistics updates do not pass.
+func profileMoved() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*ballastv1.WorkloadProfile)
+			n, ok2 := e.ObjectNew.(*ballastv1.WorkloadProfile)
+			return ok1 && ok2 && refKey(o.Status.PolicyRef) != refKey(n.Status.PolicyRef)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }

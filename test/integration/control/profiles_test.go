@@ -29,6 +29,7 @@ func TestControlPlane(t *testing.T) {
 	t.Run("profiles", func(t *testing.T) { profileSuite(t, e) })
 	t.Run("blank cvMeanFloor", func(t *testing.T) { blankFloorSuite(t, e) })
 	t.Run("misspelled source", func(t *testing.T) { misspelledSourceSuite(t, e) })
+	t.Run("policy takes over profiles", func(t *testing.T) { takeOverSuite(t, e) })
 	t.Run("webhook", func(t *testing.T) { webhookSuite(t, e) }) // last: it stops the control plane
 }
 

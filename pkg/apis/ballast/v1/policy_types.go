@@ -186,7 +186,8 @@ type ResourcePolicyStatus struct {
 	// +optional
 	Priority int32 `json:"priority"`
 
-	// Conditions: Valid.
+	// Conditions: Valid, and ProfilesTakenOver (True while profiles with history, accrued
+	// under another policy, have pods that now resolve to this one).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
