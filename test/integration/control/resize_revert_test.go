@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/series"
 )
 
 // TestResizeRevert: a pod that turns NotReady, or is OOM-killed (a restart with
@@ -145,6 +146,53 @@ func TestResizeRevert(t *testing.T) {
 	}
 	if cur := e.waitPod(t, key, "not raised back", func(*corev1.Pod) error { return nil }); cpuOf(cur) == "1" {
 		t.Errorf("raised back outside the window: cpu %s (was %s)", cpuOf(cur), cpuOf(small))
+	}
+}
+
+// TestResizeRevertOOMStream: a kill reported on the profile's OOM stream (the node agent's
+// path, which sees a child process killed while the container lives on) shortly after a
+// shrink raises the pod back too, through the fast-raise loop, instead of the plain OOM bump.
+func TestResizeRevertOOMStream(t *testing.T) {
+	e := startResizeEnv(t)
+	ctx := context.Background()
+	e.makeNode(t, "rz-rs", "8", "16Gi", 110, "linux")
+	ns := e.namespace(t, "rz-rs")
+	mustCreate(t, e.c, boundPod("web", ns, "resize", "rz-rs", "rz-rs", res2("1", "1Gi", "2Gi")))
+	key := types.NamespacedName{Namespace: ns, Name: "web"}
+	p := e.running(t, key)
+	name := p.Annotations[ballastv1.ProfileRefAnnotation]
+	wp := e.readyProfile(t, name, 240, 192<<20)
+	e.waitPod(t, key, "shrink", func(p *corev1.Pod) error {
+		if cpuOf(p) == "1" || p.Annotations[ballastv1.ResizeStateAnnotation] != ballastv1.ResizeStatePending {
+			return fmt.Errorf("cpu %s state %q", cpuOf(p), p.Annotations[ballastv1.ResizeStateAnnotation])
+		}
+		return nil
+	})
+	e.kubelet(t, key, actuate)
+	p = e.waitPod(t, key, "shrink Completed", func(p *corev1.Pod) error {
+		if s := p.Annotations[ballastv1.ResizeStateAnnotation]; s != ballastv1.ResizeStateCompleted {
+			return fmt.Errorf("state %q", s)
+		}
+		return nil
+	})
+	lim := memLimOf(p)
+	if _, err := e.writer.AddOOM(ctx, wp.Status.MeasurementHash, series.OOMEvent{Container: "app", Pod: ns + "/web",
+		Node: "rz-rs", At: e.clock.Now(), PeakBytes: lim, LimitBytes: lim, Kind: "container"}); err != nil {
+		t.Fatal(err)
+	}
+	// The pre-shrink limit (2Gi) is above the OOM bump of the shrunk limit: raised back to it.
+	p = e.waitPod(t, key, "raised back after the OOM stream's kill", func(p *corev1.Pod) error {
+		if cpuOf(p) != "1" || memLimOf(p) != 2<<30 {
+			return fmt.Errorf("cpu %s memory limit %d", cpuOf(p), memLimOf(p))
+		}
+		return nil
+	})
+	e.waitEvent(t, p, "Warning ResizeReverted container app was OOM-killed at ")
+	if got := metric(t, e.registry, "ballast_resize_reverts_total", map[string]string{"trigger": "oom", "result": "sent", "profile": name}); got != 1 {
+		t.Errorf("reverts{oom,sent} = %v", got)
+	}
+	if got := metric(t, e.registry, "ballast_resize_raises_total", map[string]string{"trigger": "oom", "result": "sent"}); got != 0 {
+		t.Errorf("a plain OOM raise was sent too: raises{oom,sent} = %v", got)
 	}
 }
 
