@@ -68,7 +68,7 @@ func testResizeHandOver(t *testing.T, ctx context.Context) {
 		res("50m", "160Mi"), res("", "200Mi")))
 	free := freeCPU(t, ctx)
 	filler := loadPod("handover", "filler", "filler", "", []string{"-cpu-millis", "0", "-memory-mib", "0"},
-		res(fmt.Sprintf("%dm", free-40), "16Mi"), nil)
+		res(fmt.Sprintf("%dm", free-20), "16Mi"), nil)
 	delete(filler.Labels, modeLabel)
 	filler.Spec.PriorityClassName = low.Name
 	filler.Spec.TerminationGracePeriodSeconds = ptr.To[int64](fillerStop + 5)
@@ -94,7 +94,7 @@ func testResizeHandOver(t *testing.T, ctx context.Context) {
 		}
 		return nil
 	})
-	t.Logf("node full: filler (priority -100, PDB minAvailable 1, disruptionsAllowed 0) requests %dm, %dm left", free-40, freeCPU(t, ctx))
+	t.Logf("node full: filler (priority -100, PDB minAvailable 1, disruptionsAllowed 0) requests %dm, %dm left", free-20, freeCPU(t, ctx))
 
 	// (a) PDB-protected: no hand-over.
 	refused := func() float64 {
