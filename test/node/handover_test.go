@@ -255,9 +255,12 @@ func testResizeHandOver(t *testing.T, ctx context.Context) {
 		}
 		return b.Sub(a).Round(time.Millisecond).String()
 	}
-	t.Logf("PDB deleted → guard released %s; guard released → filler DisruptionTarget %s; → growth actuated %s; → resize-state Completed %s",
-		span("pdb", "guard released"), span("guard released", "filler DisruptionTarget"), span("guard released", "grower actuated"),
-		span("guard released", "grower state Completed"))
+	t.Logf("Ballast's growth patch seen → kubelet Deferred %s; hand-over (guard released) → filler DisruptionTarget %s; → growth actuated %s; → resize-state Completed %s",
+		span("grower patch", "grower kubelet Deferred"), span("guard released", "filler DisruptionTarget"),
+		span("guard released", "grower actuated"), span("guard released", "grower state Completed"))
+	if _, released := sb.at("guard released"); !released {
+		t.Errorf("the filler was preempted, but Ballast's key was never seen released before")
+	}
 	t.Logf("kubelet Deferred → actuated %s (filler preStop %ds); resize-state Deferred → Completed %s; Deferred seen on the profile %s after the PDB's deletion",
 		span("grower kubelet Deferred", "grower actuated"), fillerStop, span("grower state Deferred", "grower state Completed"),
 		onProfile.Sub(pdbGone).Round(time.Millisecond))
@@ -317,8 +320,8 @@ func watchVictim(t *testing.T, ctx context.Context, wg *sync.WaitGroup, s *seen,
 	}()
 }
 
-// watchGuardBoth records when Ballast's key is first seen held on the node and when it is
-// first seen released after that ("pdb" is marked at the start, the reference point).
+// watchGuardBoth records when Ballast's key is first seen held on the node and when it was
+// last seen released after being held ("pdb" is marked at the start, the reference point).
 func watchGuardBoth(t *testing.T, ctx context.Context, wg *sync.WaitGroup, s *seen) {
 	t.Helper()
 	w, err := n.Clientset.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + NodeName})
@@ -342,12 +345,23 @@ func watchGuardBoth(t *testing.T, ctx context.Context, wg *sync.WaitGroup, s *se
 				s.mark("guard held")
 				s.log("node: guard key held")
 			case !now && held:
-				s.mark("guard released")
+				// Ballast also releases an idle key between evaluations; the release that
+				// hands over is the last one before the preemption.
+				if _, preempted := s.at("filler DisruptionTarget"); !preempted {
+					s.markLast("guard released")
+				}
 				s.log("node: guard key released")
 			}
 			held = now
 		}
 	}()
+}
+
+// markLast records what at now, replacing an earlier time.
+func (s *seen) markLast(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.first[what] = time.Now()
 }
 
 // log appends a time-stamped line to the watch log.
