@@ -243,7 +243,7 @@ func watchPod(t *testing.T, ctx context.Context, wg *sync.WaitGroup, s *seen, wh
 		t.Fatal(err)
 	}
 	spec0 := p.Spec.Containers[0].Resources
-	lastState := ""
+	lastState := p.Annotations[ballastv1.ResizeStateAnnotation] // a new value is a transition
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

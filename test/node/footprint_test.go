@@ -43,7 +43,7 @@ func measureFootprint(t *testing.T, ctx context.Context, interval string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubelet := n.kubelet.cmd.Process.Pid
+	kubelet := n.kubelet.Pid()
 	enrolled, _ := n.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: modeLabel})
 	a0, k0, t0 := readUint(t, filepath.Join(cpuDir, "cpuacct.usage")), procCPU(t, kubelet), time.Now()
 	// Not a synchronisation sleep: the measurement window itself.

@@ -243,12 +243,12 @@ func testExternalStore(t *testing.T, ctx context.Context) {
 		}
 	}
 	addr := NodeIP + ":6390"
-	vk, err := startProc(n.logs(), "external-valkey", bin, "--bind", NodeIP, "--port", "6390", "--save", "", "--appendonly", "no",
+	vk, err := harness.StartProc(n.logs(), "external-valkey", bin, "--bind", NodeIP, "--port", "6390", "--save", "", "--appendonly", "no",
 		"--protected-mode", "no")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer vk.stop(5 * time.Second)
+	defer vk.Stop(5 * time.Second)
 	install := func() {
 		helm(t, append([]string{"install", release, chartDir(), "-n", namespace, "--create-namespace", "--wait", "--timeout", "5m"},
 			append(userValues(t), "--set", "valkey.enabled=false", "--set", "store.endpoint=redis://"+addr)...)...)

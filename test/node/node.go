@@ -31,9 +31,9 @@ type Node struct {
 	Timings Timings
 
 	pki      *pki
-	procs    []*proc // in start order; stopped in reverse
-	kubelet  *proc
-	ctrd     *proc
+	procs    []*harness.Proc // in start order; stopped in reverse
+	kubelet  *harness.Proc
+	ctrd     *harness.Proc
 	proxy    *svcProxy
 	stopOnce sync.Once
 }
@@ -105,12 +105,12 @@ func (n *Node) issueCertificates() error {
 
 func (n *Node) logs() string { return filepath.Join(n.Dir, "logs") }
 
-func (n *Node) start(name string, args ...string) (*proc, error) {
+func (n *Node) start(name string, args ...string) (*harness.Proc, error) {
 	bin, err := tool(name)
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProc(n.logs(), name, bin, args...)
+	p, err := harness.StartProc(n.logs(), name, bin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +152,8 @@ func (n *Node) startControlPlane(ctx context.Context) error {
 	if n.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	if err := poll(ctx, 60*time.Second, "kube-apiserver ready", func() error {
-		if err := errors.Join(etcd.alive(), api.alive()); err != nil {
+	if err := harness.Poll(ctx, 60*time.Second, "kube-apiserver ready", func() error {
+		if err := errors.Join(etcd.Alive(), api.Alive()); err != nil {
 			return err
 		}
 		_, err := n.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
@@ -189,15 +189,15 @@ func (n *Node) Stop() {
 		defer cancel()
 		// Keep the pods' logs (the tmpfs /var/log vanishes with the namespace).
 		_, _ = run(ctx, "cp", "-r", "/var/log/pods", filepath.Join(n.Dir, "pod-logs"))
-		if n.Clientset != nil && n.kubelet != nil && n.kubelet.alive() == nil {
+		if n.Clientset != nil && n.kubelet != nil && n.kubelet.Alive() == nil {
 			n.deleteAllPods(ctx)
 		}
-		n.kubelet.stop(10 * time.Second)
+		n.kubelet.Stop(10 * time.Second)
 		n.killContainers(ctx)
-		n.ctrd.stop(10 * time.Second)
+		n.ctrd.Stop(10 * time.Second)
 		n.proxy.stop()
 		for i := len(n.procs) - 1; i >= 0; i-- {
-			n.procs[i].stop(10 * time.Second)
+			n.procs[i].Stop(10 * time.Second)
 		}
 		if err := removeKubepods(10 * time.Second); err != nil {
 			fmt.Fprintln(os.Stderr, "node tier: removing kubepods cgroups:", err)

@@ -130,18 +130,27 @@ func testResize(t *testing.T, ctx context.Context) {
 	t.Logf("patch → ResizeCompleted per step: %s", strings.Join(lat, ", "))
 
 	// One Resized and one ResizeCompleted per step (the recorder may aggregate into counts).
-	evs := &corev1.EventList{}
-	if err := n.Client.List(ctx, evs, client.InNamespace("resize")); err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int32{}
-	for _, e := range evs.Items {
-		if e.InvolvedObject.Name == p.Name {
-			count[e.Reason] += max(e.Count, 1)
+	// Events are written asynchronously (client-go's broadcaster): the last step's may land
+	// after its Completed annotation, so they are polled for.
+	var count map[string]int32
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		evs := &corev1.EventList{}
+		if err := n.Client.List(ctx, evs, client.InNamespace("resize")); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if count["Resized"] < int32(len(steps)) || count["ResizeCompleted"] < int32(len(steps)) {
-		t.Errorf("events %v, want Resized and ResizeCompleted ≥ %d each", count, len(steps))
+		count = map[string]int32{}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == p.Name {
+				count[e.Reason] += max(e.Count, 1)
+			}
+		}
+		if count["Resized"] >= int32(len(steps)) && count["ResizeCompleted"] >= int32(len(steps)) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Errorf("events %v, want Resized and ResizeCompleted ≥ %d each", count, len(steps))
+			break
+		}
 	}
 	// Leave the node as the later steps expect it.
 	if err := n.Client.Delete(ctx, p); err != nil {

@@ -110,11 +110,11 @@ func (n *Node) startRuntime(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n.ctrd, err = startProc(n.logs(), "containerd", bin, "--config", cfg); err != nil {
+	if n.ctrd, err = harness.StartProc(n.logs(), "containerd", bin, "--config", cfg); err != nil {
 		return err
 	}
-	if err := poll(ctx, 30*time.Second, "containerd serving", func() error {
-		if err := n.ctrd.alive(); err != nil {
+	if err := harness.Poll(ctx, 30*time.Second, "containerd serving", func() error {
+		if err := n.ctrd.Alive(); err != nil {
 			return err
 		}
 		_, err := run(ctx, "ctr", "-a", ctrdSock, "version")
@@ -176,8 +176,8 @@ serializeImagePulls: false
 	if err != nil {
 		return err
 	}
-	return poll(ctx, 90*time.Second, "node Ready", func() error {
-		if err := n.kubelet.alive(); err != nil {
+	return harness.Poll(ctx, 90*time.Second, "node Ready", func() error {
+		if err := n.kubelet.Alive(); err != nil {
 			return err
 		}
 		node, err := n.Clientset.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
@@ -209,7 +209,7 @@ func (n *Node) deleteAllPods(ctx context.Context) {
 	}
 	// The API server drops a pod once the kubelet has stopped its containers; the sandboxes
 	// the kubelet would garbage-collect later are killed by killContainers.
-	_ = poll(ctx, 30*time.Second, "pods gone", func() error {
+	_ = harness.Poll(ctx, 30*time.Second, "pods gone", func() error {
 		left, err := n.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -224,7 +224,7 @@ func (n *Node) deleteAllPods(ctx context.Context) {
 // killContainers kills and removes whatever task containerd still runs (a kubelet that
 // died early leaves its pods).
 func (n *Node) killContainers(ctx context.Context) {
-	if n.ctrd == nil || n.ctrd.alive() != nil {
+	if n.ctrd == nil || n.ctrd.Alive() != nil {
 		return
 	}
 	out, err := run(ctx, "ctr", "-a", ctrdSock, "-n", "k8s.io", "tasks", "ls", "-q")
@@ -235,7 +235,7 @@ func (n *Node) killContainers(ctx context.Context) {
 		_, _ = run(ctx, "ctr", "-a", ctrdSock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", id)
 	}
 	for _, id := range strings.Fields(out) {
-		_ = poll(ctx, 5*time.Second, "task deleted", func() error {
+		_ = harness.Poll(ctx, 5*time.Second, "task deleted", func() error {
 			_, err := run(ctx, "ctr", "-a", ctrdSock, "-n", "k8s.io", "tasks", "rm", "-f", id)
 			return err
 		})

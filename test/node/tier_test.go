@@ -31,6 +31,8 @@ func TestRealNode(t *testing.T) {
 		{"apply", testApply},
 		{"resize", testResize},
 		{"resize-donor", testResizeDonor},
+		{"resize-handover", testResizeHandOver},
+		{"resize-infeasible", testResizeInfeasible},
 		{"resize-oom", testResizeOOM},
 		{"resize-ephemeral", testResizeEphemeral},
 		{"oom", testOOM},

@@ -43,7 +43,7 @@ type Sandbox struct {
 	Client client.Client // cached-free admin client
 	Nodes  []*Node
 
-	procs     []*proc
+	procs     []*harness.Proc
 	restarts  int    // ballast-control restarts (StartControl)
 	healthURL string // ballast-control's /readyz
 	cancel    context.CancelFunc
@@ -121,7 +121,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 			return s, err
 		}
 	}
-	if err := poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
+	if err := harness.Poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
 	}
 	s.logf("sandbox ready: KUBECONFIG=%s %s get nodes", abs(kc), abs(filepath.Join(harness.BinDir(), "kubectl")))
@@ -130,18 +130,18 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 
 // run runs a one-shot command to completion.
 func (s *Sandbox) run(ctx context.Context, name, bin string, args ...string) error {
-	p, err := startProc(s.Opts.Dir, name, bin, args...)
+	p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), name, bin, args...)
 	if err != nil {
 		return err
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-ctx.Done():
-		p.stop(time.Second)
+		p.Stop(time.Second)
 		return ctx.Err()
 	}
-	if p.err != nil {
-		return fmt.Errorf("%s failed: %w (see %s)", name, p.err, p.log)
+	if p.Err() != nil {
+		return fmt.Errorf("%s failed: %w (see %s)", name, p.Err(), p.Log)
 	}
 	return nil
 }
@@ -181,7 +181,7 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 			// grace period runs out and every node flaps NotReady.
 			"--node-lease-duration-seconds=" + strconv.Itoa(nodeLeaseSeconds)}},
 	} {
-		p, err := startProc(s.Opts.Dir, c.name, c.bin, c.args...)
+		p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), c.name, c.bin, c.args...)
 		if err != nil {
 			return err
 		}
@@ -226,7 +226,7 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 		return err
 	}
 	s.healthURL = fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
-	p, err := startProc(s.Opts.Dir, "ballast-control", s.Opts.ControlBin, "--kubeconfig", kc,
+	p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), "ballast-control", s.Opts.ControlBin, "--kubeconfig", kc,
 		"--leader-elect=false", "--operator-namespace", operatorNS, "--redis-url", s.Valkey.URL(),
 		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(port), "--webhook-dns-names", "127.0.0.1",
 		"--webhook-cert-path", filepath.Join(s.Opts.Dir, "webhook-certs"), "--webhook-config-name", "ballast",
@@ -236,9 +236,9 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 		return err
 	}
 	s.procs = append(s.procs, p)
-	return poll(ctx, 60*time.Second, "ballast-control ready", func() error {
-		if done, err := p.exited(); done {
-			return fmt.Errorf("ballast-control exited: %v (see %s)", err, p.log)
+	return harness.Poll(ctx, 60*time.Second, "ballast-control ready", func() error {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("ballast-control exited: %v (see %s)", err, p.Log)
 		}
 		return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
 	})
@@ -247,7 +247,7 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 func (s *Sandbox) startAgent(kc string, n *Node) error {
 	health, _ := harness.FreePort()
 	debug, _ := harness.FreePort()
-	p, err := startProc(s.Opts.Dir, "ballast-node-"+n.Name, s.Opts.NodeBin, agentArgs(kc, n, s.Valkey.URL(), health, debug)...)
+	p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), "ballast-node-"+n.Name, s.Opts.NodeBin, agentArgs(kc, n, s.Valkey.URL(), health, debug)...)
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (s *Sandbox) Stop() {
 		s.cancel()
 	}
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		s.procs[i].stop(5 * time.Second)
+		s.procs[i].Stop(5 * time.Second)
 	}
 	for _, n := range s.Nodes {
 		n.Kubelet.Close()

@@ -40,13 +40,13 @@ func TestSandboxDrivesCgroups(t *testing.T) {
 	if err := s.Deploy(ctx, "team-a", app, "measure"); err != nil {
 		t.Fatal(err)
 	}
-	if err := poll(ctx, 90*time.Second, "rollout", func() error { return s.Rolled(ctx, "team-a", "shop") }); err != nil {
+	if err := harness.Poll(ctx, 90*time.Second, "rollout", func() error { return s.Rolled(ctx, "team-a", "shop") }); err != nil {
 		t.Fatalf("%v (logs in %s)", err, s.Logs())
 	}
 	// kwok keeps a node lease, renewed, so the controller-manager never marks nodes NotReady.
 	node := s.Nodes[0].Name
 	var first time.Time
-	err = poll(ctx, 60*time.Second, "node lease renewed", func() error {
+	err = harness.Poll(ctx, 60*time.Second, "node lease renewed", func() error {
 		l := &coordinationv1.Lease{}
 		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: "kube-node-lease", Name: node}, l); err != nil {
 			return err
@@ -67,7 +67,7 @@ func TestSandboxDrivesCgroups(t *testing.T) {
 	}
 	pods, _ := s.AppPods(ctx, "team-a", "shop")
 	// The simulated kubelet reports the spec as allocated and actual, so pods/resize works.
-	err = poll(ctx, 10*time.Second, "container resources in status", func() error {
+	err = harness.Poll(ctx, 10*time.Second, "container resources in status", func() error {
 		pods, _ = s.AppPods(ctx, "team-a", "shop")
 		for _, p := range pods {
 			cs := p.Status.ContainerStatuses
@@ -91,7 +91,7 @@ func TestSandboxDrivesCgroups(t *testing.T) {
 			t.Errorf("pod %s not stamped by the webhook", p.Name)
 		}
 		id := p.Status.ContainerStatuses[0].ContainerID
-		err = poll(ctx, 10*time.Second, "cgroup readable", func() error {
+		err = harness.Poll(ctx, 10*time.Second, "cgroup readable", func() error {
 			loc, err := r.LocateContainer(string(p.UID), cgroup.QOSClass(p.Status.QOSClass), id)
 			if err != nil {
 				return err

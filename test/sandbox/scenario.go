@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/test/harness"
 )
 
 // Scenario is the measure → profile → apply story the demo tells and the e2e test checks.
@@ -85,7 +86,7 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 		return nil, err
 	}
 	for _, ns := range sc.Namespaces {
-		if err := poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, ns, sc.Shop.Name) }); err != nil {
+		if err := harness.Poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, ns, sc.Shop.Name) }); err != nil {
 			return nil, err
 		}
 		pods, _ := s.AppPods(ctx, ns, sc.Shop.Name)
@@ -95,7 +96,7 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 	// One profile for all namespaces, accruing until ready.
 	var wp *ballastv1.WorkloadProfile
 	lastSay := time.Time{}
-	err := poll(ctx, sc.Wait, "shop profile Sufficient", func() error {
+	err := harness.Poll(ctx, sc.Wait, "shop profile Sufficient", func() error {
 		var err error
 		if wp, err = s.Profile(ctx, sc.Namespaces[0], sc.Shop.Name); err != nil {
 			return err
@@ -134,7 +135,7 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 		}
 	}
 	for _, ns := range sc.Namespaces {
-		if err := poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, ns, sc.Shop.Name) }); err != nil {
+		if err := harness.Poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, ns, sc.Shop.Name) }); err != nil {
 			return nil, err
 		}
 	}
@@ -144,7 +145,7 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 	if err := s.Deploy(ctx, sc.NewNamespace, sc.Shop, ballastv1.ModeApply); err != nil {
 		return nil, err
 	}
-	if err := poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, sc.NewNamespace, sc.Shop.Name) }); err != nil {
+	if err := harness.Poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, sc.NewNamespace, sc.Shop.Name) }); err != nil {
 		return nil, err
 	}
 	pods, _ := s.AppPods(ctx, sc.NewNamespace, sc.Shop.Name)
@@ -160,7 +161,7 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 	say("%s/%s admitted right-sized at first admission: %v", sc.NewNamespace, sc.Shop.Name, rep.NewPodsSized)
 
 	// The OOM-ing app: its memory recommendation jumps once the agent reports a kill.
-	err = poll(ctx, sc.Wait, "OOM bump", func() error {
+	err = harness.Poll(ctx, sc.Wait, "OOM bump", func() error {
 		oom, err := s.Profile(ctx, sc.Namespaces[0], sc.OOM.Name)
 		if err != nil {
 			return err
@@ -230,7 +231,7 @@ func (sc Scenario) resizeRung(ctx context.Context, s *Sandbox, say func(string, 
 	if err := s.Deploy(ctx, sc.ResizeNamespace, sc.Shop, ballastv1.ModeMeasure); err != nil {
 		return ResizeReport{}, err
 	}
-	if err := poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, sc.ResizeNamespace, sc.Shop.Name) }); err != nil {
+	if err := harness.Poll(ctx, sc.Wait, "rollout", func() error { return s.Rolled(ctx, sc.ResizeNamespace, sc.Shop.Name) }); err != nil {
 		return ResizeReport{}, err
 	}
 	pods, err := s.AppPods(ctx, sc.ResizeNamespace, sc.Shop.Name)
@@ -245,7 +246,7 @@ func (sc Scenario) resizeRung(ctx context.Context, s *Sandbox, say func(string, 
 	if err := s.SetPodMode(ctx, &p, ballastv1.ModeResize); err != nil {
 		return r, err
 	}
-	err = poll(ctx, sc.Wait, "in-place resize", func() error {
+	err = harness.Poll(ctx, sc.Wait, "in-place resize", func() error {
 		cur := &corev1.Pod{}
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(&p), cur); err != nil {
 			return err

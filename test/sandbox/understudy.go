@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/test/harness"
 )
 
 // evictionWebhook is Understudy's validating webhook as the chart renders it, pointing at
@@ -38,10 +40,10 @@ func evictionWebhook(name, url, releaseNamespace string) *admissionregistrationv
 }
 
 // control returns the running ballast-control process.
-func (s *Sandbox) control() *proc {
+func (s *Sandbox) control() *harness.Proc {
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		if p := s.procs[i]; p.name == "ballast-control" || len(p.name) > 16 && p.name[:16] == "ballast-control-" {
-			if done, _ := p.exited(); !done {
+		if p := s.procs[i]; p.Name == "ballast-control" || len(p.Name) > 16 && p.Name[:16] == "ballast-control-" {
+			if done, _ := p.Exited(); !done {
 				return p
 			}
 		}
@@ -60,15 +62,15 @@ func (s *Sandbox) StopControl(kill bool) {
 	if kill {
 		grace = 0
 	}
-	p.stop(grace)
+	p.Stop(grace)
 }
 
 // StartControl starts ballast-control again with the arguments of its first start, and
 // waits until it is ready.
 func (s *Sandbox) StartControl(ctx context.Context) error {
-	var first *proc
+	var first *harness.Proc
 	for _, p := range s.procs {
-		if p.name == "ballast-control" {
+		if p.Name == "ballast-control" {
 			first = p
 		}
 	}
@@ -76,14 +78,14 @@ func (s *Sandbox) StartControl(ctx context.Context) error {
 		return fmt.Errorf("ballast-control was never started")
 	}
 	s.restarts++
-	p, err := startProc(s.Opts.Dir, fmt.Sprintf("ballast-control-%d", s.restarts), first.cmd.Path, first.cmd.Args[1:]...)
+	p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), fmt.Sprintf("ballast-control-%d", s.restarts), first.Cmd.Path, first.Cmd.Args[1:]...)
 	if err != nil {
 		return err
 	}
 	s.procs = append(s.procs, p)
-	return poll(ctx, 60*time.Second, "ballast-control ready", func() error {
-		if done, err := p.exited(); done {
-			return fmt.Errorf("ballast-control exited: %v (see %s)", err, p.log)
+	return harness.Poll(ctx, 60*time.Second, "ballast-control ready", func() error {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("ballast-control exited: %v (see %s)", err, p.Log)
 		}
 		return httpOK(s.healthURL)
 	})

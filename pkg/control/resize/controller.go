@@ -59,6 +59,9 @@ type Options struct {
 	Relocator Relocator
 	// ProfileRetry is when a profile-level skip is evaluated again (SPEC §8.1: 15m).
 	ProfileRetry time.Duration
+	// RevertWindow is how long after a shrink an OOM kill or NotReady raises the pod back
+	// to its pre-shrink size (revert.go). Default 10m.
+	RevertWindow time.Duration
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on the
 	// Deployments and StatefulSets of admission-sized pods (off by default).
 	PredictedRequests bool
@@ -74,6 +77,7 @@ func (o *Options) defaults() {
 	def(&o.HandOverWait, time.Minute)
 	def(&o.GuardHold, 5*time.Minute)
 	def(&o.ProfileRetry, 15*time.Minute)
+	def(&o.RevertWindow, defaultRevertWindow)
 }
 
 // Relocator is the Deferred ladder's rung 3: it moves a pod whose growth cannot fit on its
@@ -121,6 +125,8 @@ type Controller struct {
 	// planning counts the node passes in progress per node: the guard is never released
 	// under a pass that may be about to send a growth.
 	planning map[string]int
+	// shrunk remembers each pod's size before Ballast's last shrink (raise-back, revert.go).
+	shrunk *shrinkBook
 
 	// oom is the OOM stream reader of fast raises (nil: none), polled every oomEvery.
 	oom      OOMSource
@@ -140,7 +146,8 @@ func New(c client.Client, api client.Reader, state *config.State, r *resolve.Res
 	}
 	return &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, now: now, opts: o,
 		log: ctrl.Log.WithName("resize"), since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
-		noGuard: map[string]time.Time{}, handedOver: map[types.NamespacedName]podMark{}, planning: map[string]int{}}
+		noGuard: map[string]time.Time{}, handedOver: map[types.NamespacedName]podMark{}, planning: map[string]int{},
+		shrunk: newShrinkBook()}
 }
 
 // WithLogger sets the component logger (SPEC §11.4 --log-level-adjuster).

@@ -19,6 +19,9 @@ type Metrics struct {
 	GuardNodes prometheus.Gauge
 	// Raises counts fast raises: ballast_resize_raises_total{trigger,result}.
 	Raises *prometheus.CounterVec
+	// Reverts counts raise-backs after a shrink:
+	// ballast_resize_reverts_total{trigger,result,namespace,profile}.
+	Reverts *prometheus.CounterVec
 	// Planned counts the planner's decisions per interval: ballast_resize_planned_total{decision}.
 	Planned *prometheus.CounterVec
 
@@ -44,11 +47,12 @@ func NewMetrics(reg prometheus.Registerer, clamped *prometheus.CounterVec) *Metr
 		Ladder:     c("ballast_resize_ladder_total", "Deferred-ladder steps by rung and result.", "rung", "result"),
 		GuardNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ballast_resize_guard_nodes", Help: "Nodes on which Ballast holds its resize-preemption guard key."}),
 		Raises:     c("ballast_resize_raises_total", "Fast in-place raises by trigger and result.", "trigger", "result"),
+		Reverts:    c("ballast_resize_reverts_total", "Pods raised back to their pre-shrink size after an OOM kill or NotReady.", "trigger", "result", "namespace", "profile"),
 		Planned:    c("ballast_resize_planned_total", "Node planner decisions.", "decision"),
 		Clamped:    clamped,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Planned)
+		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Reverts, m.Planned)
 	}
 	return m
 }

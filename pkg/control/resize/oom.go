@@ -173,6 +173,9 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 		return true
 	}
 	bump := recommend.OOMBumpBytes(recommend.OOMEvent{Container: ev.Container, Time: ev.At, PeakBytes: ev.PeakBytes, LimitBytes: ev.LimitBytes})
+	if c.revertOnOOM(ctx, wp, pod, ev.Container, ev.At, bump) {
+		return true // shrunk shortly before: raised back (revert.go) instead
+	}
 	if bump <= lim.Value() {
 		count("already_raised")
 		return true

@@ -28,8 +28,12 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 	if err := c.client.Get(ctx, req.NamespacedName, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forget(req.NamespacedName)
+			c.shrunk.drop(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if res, done, err := c.checkRevert(ctx, pod); done || err != nil {
+		return res, err
 	}
 	state := pod.Annotations[ballastv1.ResizeStateAnnotation]
 	if !Settling(state) {

@@ -54,6 +54,7 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 		log.Info("dry-run: would resize the pod in place", "dry_run", true, "patch", string(body))
 		return false, nil
 	}
+	shrunk := c.shrinkOf(pod, changes) // before the patch, which updates pod in place
 	err = c.client.SubResource("resize").Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, body))
 	obs, rerr := ObserveError(err)
 	if rerr != nil {
@@ -65,6 +66,7 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 		c.mu.Lock()
 		c.since[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = podMark{uid: pod.UID, gen: pod.Generation}
 		c.mu.Unlock()
+		c.shrunk.keep(pod, shrunk)
 		c.metrics.Applied.WithLabelValues(pol, pod.Namespace, profile).Inc()
 		c.events.Resized(pod)
 		for _, cl := range clamps {
