@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/ebpf"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+// Results of ballast_node_pressure_readings_total.
+const (
+	pressureWritten    = "written"
+	pressureBelowFloor = "below_floor"
+	pressureUnbound    = "unbound"
+	pressureFailed     = "failed"
+)
+
+// pressureWriteTimeout bounds one cycle's pressure write: readings are for fast raises,
+// so a late one is worth little and is dropped, not queued.
+const pressureWriteTimeout = time.Second
+
+func newPressureCounter(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ballast_node_pressure_readings_total",
+		Help: "Per-container memory-pressure readings (stall per second over a sampling interval), by source (psi, ebpf) and result: written to the profile's pressure stream, below_floor (under 1% stalled, not written), unbound (pod has no profile yet), failed (Valkey write failed; dropped).",
+	}, []string{"source", "result"})
+	reg.MustRegister(c)
+	return c
+}
+
+// pressureItem is one reading waiting for this cycle's write.
+type pressureItem struct {
+	hash string
+	r    series.PressureReading
+}
+
+// psiPressureLocked turns the change of a container's memory.pressure "some" total since
+// the previous cycle into a reading (cgroup v2). It returns nil on the first cycle, after
+// a counter reset and without PSI.
+func (a *Agent) psiPressureLocked(podKey, hash string, cs *ctrState, psi *cgroup.PSI, now time.Time) *pressureItem {
+	if psi == nil {
+		return nil
+	}
+	total, prev, prevAt, had := psi.Some.TotalUsec, cs.psiTotal, cs.psiAt, cs.hasPSI
+	cs.psiTotal, cs.psiAt, cs.hasPSI = total, now, true
+	if !had || total < prev || !now.After(prevAt) {
+		return nil
+	}
+	stalled := time.Duration(total-prev) * time.Microsecond
+	return a.pressureLocked(podKey, hash, cs, series.PressureSourcePSI, stalled, now.Sub(prevAt), now)
+}
+
+// stallPressureLocked turns an eBPF reclaim-stall reading into a pressure reading, for
+// containers without PSI (cgroup v1 nodes).
+func (a *Agent) stallPressureLocked(podKey, hash string, cs *ctrState, rd ebpf.StallReading, now time.Time) *pressureItem {
+	if cs.hasPSI || rd.Interval <= 0 {
+		return nil
+	}
+	return a.pressureLocked(podKey, hash, cs, series.PressureSourceEBPF, rd.Stalled, rd.Interval, now)
+}
+
+func (a *Agent) pressureLocked(podKey, hash string, cs *ctrState, source string, stalled, interval time.Duration, now time.Time) *pressureItem {
+	r := series.PressureReading{Container: cs.name, Pod: podKey, Node: a.o.NodeName, At: now, Interval: interval,
+		StallPerSec: series.StallPerSecond(stalled, interval), Source: source}
+	cs.pressure = &r
+	switch {
+	case r.StallPerSec < series.PressureFloor:
+		a.m.pressure.WithLabelValues(source, pressureBelowFloor).Inc()
+		return nil
+	case hash == "":
+		a.m.pressure.WithLabelValues(source, pressureUnbound).Inc()
+		return nil
+	}
+	return &pressureItem{hash: hash, r: r}
+}
+
+// writePressure sends one cycle's readings in one pipelined batch. A failed write is
+// dropped (the next cycle brings a fresher reading) and counted.
+func (a *Agent) writePressure(ctx context.Context, items []pressureItem) {
+	if len(items) == 0 {
+		return
+	}
+	entries := make([]store.PressureEntry, len(items))
+	for i, it := range items {
+		entries[i] = store.PressureEntry{Profile: it.hash, Reading: it.r}
+	}
+	w, err := a.store.writer(a.layout())
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, pressureWriteTimeout)
+		err = w.AddPressure(wctx, entries)
+		cancel()
+	}
+	result := pressureWritten
+	if err != nil {
+		result = pressureFailed
+		a.store.failed(a.now(), err)
+		a.m.storeUp.Set(0)
+		a.log.V(1).Info("pressure readings dropped", "count", len(items), "error", err.Error())
+	}
+	for _, it := range items {
+		a.m.pressure.WithLabelValues(it.r.Source, result).Inc()
+	}
+}
