@@ -28,8 +28,8 @@ type OOMSource interface {
 // oomLookback is how old a kill found on a profile's first read may be and still raise.
 const oomLookback = 2 * time.Minute
 
-// background is the controller's leader-only loop: OOM polling (fast raises) every tick,
-// guard time limits every guardSweep.
+// background is the controller's leader-only loop: OOM and pressure polling (fast raises)
+// every tick, guard time limits every guardSweep.
 type background struct {
 	c          *Controller
 	src        OOMSource
@@ -58,6 +58,9 @@ func (b *background) Start(ctx context.Context) error {
 			if err := b.pollOOM(ctrl.LoggerInto(ctx, log)); err != nil {
 				log.Error(err, "reading OOM streams")
 			}
+		}
+		if err := b.c.pollPressure(ctrl.LoggerInto(ctx, log)); err != nil {
+			log.Error(err, "reading pressure streams")
 		}
 		if time.Since(lastSweep) >= b.guardSweep {
 			lastSweep = time.Now()
