@@ -143,3 +143,19 @@ func TestPressureOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestOOMDetail(t *testing.T) {
+	cases := map[string]struct {
+		ev   series.OOMEvent
+		want string
+	}{
+		"files only":         {series.OOMEvent{Kind: "unknown"}, ""},
+		"eBPF, container":    {series.OOMEvent{Kind: "container", PID: 4242, Comm: "stress", RSSBytes: 1 << 20}, "victim pid 4242 (stress), rss 1048576 bytes, container limit hit; "},
+		"eBPF, kind unknown": {series.OOMEvent{Kind: "unknown", PID: 7}, "victim pid 7; "},
+	}
+	for name, tc := range cases {
+		if got := oomDetail(tc.ev); got != tc.want {
+			t.Errorf("%s: %q, want %q", name, got, tc.want)
+		}
+	}
+}
