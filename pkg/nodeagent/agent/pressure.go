@@ -24,13 +24,25 @@ const (
 // so a late one is worth little and is dropped, not queued.
 const pressureWriteTimeout = time.Second
 
-func newPressureCounter(reg prometheus.Registerer) *prometheus.CounterVec {
+// pressureCounters are the children of ballast_node_pressure_readings_total, resolved once:
+// the sampling cycle counts every container's reading.
+type pressureCounters map[[2]string]prometheus.Counter
+
+func (p pressureCounters) inc(source, result string) { p[[2]string{source, result}].Inc() }
+
+func newPressureCounters(reg prometheus.Registerer) pressureCounters {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ballast_node_pressure_readings_total",
 		Help: "Per-container memory-pressure readings (stall per second over a sampling interval), by source (psi, ebpf) and result: written to the profile's pressure stream, below_floor (under 1% stalled, not written), unbound (pod has no profile yet), failed (Valkey write failed; dropped).",
 	}, []string{"source", "result"})
 	reg.MustRegister(c)
-	return c
+	out := pressureCounters{}
+	for _, src := range []string{series.PressureSourcePSI, series.PressureSourceEBPF} {
+		for _, r := range []string{pressureWritten, pressureBelowFloor, pressureUnbound, pressureFailed} {
+			out[[2]string{src, r}] = c.WithLabelValues(src, r)
+		}
+	}
+	return out
 }
 
 // pressureItem is one reading waiting for this cycle's write.
@@ -70,10 +82,10 @@ func (a *Agent) pressureLocked(podKey, hash string, cs *ctrState, source string,
 	cs.pressure = &r
 	switch {
 	case r.StallPerSec < series.PressureFloor:
-		a.m.pressure.WithLabelValues(source, pressureBelowFloor).Inc()
+		a.m.pressure.inc(source, pressureBelowFloor)
 		return nil
 	case hash == "":
-		a.m.pressure.WithLabelValues(source, pressureUnbound).Inc()
+		a.m.pressure.inc(source, pressureUnbound)
 		return nil
 	}
 	return &pressureItem{hash: hash, r: r}
@@ -103,6 +115,6 @@ func (a *Agent) writePressure(ctx context.Context, items []pressureItem) {
 		a.log.V(1).Info("pressure readings dropped", "count", len(items), "error", err.Error())
 	}
 	for _, it := range items {
-		a.m.pressure.WithLabelValues(it.r.Source, result).Inc()
+		a.m.pressure.inc(it.r.Source, result)
 	}
 }

@@ -44,7 +44,7 @@ func TestPSIPressure(t *testing.T) {
 	if it := step(6_550_000, t0.Add(20*time.Second), "0123456789abcdef"); it != nil {
 		t.Errorf("below the floor: %+v", it)
 	}
-	if n := testutil.ToFloat64(a.m.pressure.WithLabelValues("psi", pressureBelowFloor)); n != 1 {
+	if n := testutil.ToFloat64(a.m.pressure[[2]string{"psi", pressureBelowFloor}]); n != 1 {
 		t.Errorf("below_floor = %v, want 1", n)
 	}
 	if cs.pressure == nil || cs.pressure.StallPerSec != 5_000 {
@@ -57,7 +57,7 @@ func TestPSIPressure(t *testing.T) {
 	if it := step(2_000_010, t0.Add(40*time.Second), ""); it != nil {
 		t.Errorf("unbound pod: %+v, want nothing to write", it)
 	}
-	if n := testutil.ToFloat64(a.m.pressure.WithLabelValues("psi", pressureUnbound)); n != 1 {
+	if n := testutil.ToFloat64(a.m.pressure[[2]string{"psi", pressureUnbound}]); n != 1 {
 		t.Errorf("unbound = %v, want 1", n)
 	}
 	a.st.mu.Lock()
@@ -94,10 +94,10 @@ func TestWritePressureFailureCounted(t *testing.T) {
 	r := series.PressureReading{Container: "app", Pod: "shop/web-1", At: time.Unix(1_800_000_000, 0), Interval: time.Second,
 		StallPerSec: 200_000, Source: series.PressureSourceEBPF}
 	a.writePressure(context.Background(), []pressureItem{{hash: "0123456789abcdef", r: r}, {hash: "0123456789abcdef", r: r}})
-	if n := testutil.ToFloat64(a.m.pressure.WithLabelValues("ebpf", pressureFailed)); n != 2 {
+	if n := testutil.ToFloat64(a.m.pressure[[2]string{"ebpf", pressureFailed}]); n != 2 {
 		t.Errorf("failed = %v, want 2", n)
 	}
-	if n := testutil.ToFloat64(a.m.pressure.WithLabelValues("ebpf", pressureWritten)); n != 0 {
+	if n := testutil.ToFloat64(a.m.pressure[[2]string{"ebpf", pressureWritten}]); n != 0 {
 		t.Errorf("written = %v, want 0", n)
 	}
 }
