@@ -184,7 +184,7 @@ func (a *Agent) collectStall(ctx context.Context, keys []string, now time.Time) 
 			rd := readings[i]
 			cs.stall, cs.stallAt = &rd, now
 			if ps := a.st.pods[cs.podUID]; ps != nil {
-				if it := a.stallPressureLocked(ps.pod.Key(), ps.pod.Hash, cs, rd, now); it != nil {
+				if it := a.stallPressureLocked(&ps.pod, cs, rd, now); it != nil {
 					press = append(press, *it)
 				}
 			}

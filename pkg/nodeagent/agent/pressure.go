@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/ebpf"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -54,7 +55,7 @@ type pressureItem struct {
 // psiPressureLocked turns the change of a container's memory.pressure "some" total since
 // the previous cycle into a reading (cgroup v2). It returns nil on the first cycle, after
 // a counter reset and without PSI.
-func (a *Agent) psiPressureLocked(podKey, hash string, cs *ctrState, psi *cgroup.PSI, now time.Time) *pressureItem {
+func (a *Agent) psiPressureLocked(p *discovery.Pod, cs *ctrState, psi *cgroup.PSI, now time.Time) *pressureItem {
 	if psi == nil {
 		return nil
 	}
@@ -64,31 +65,35 @@ func (a *Agent) psiPressureLocked(podKey, hash string, cs *ctrState, psi *cgroup
 		return nil
 	}
 	stalled := time.Duration(total-prev) * time.Microsecond
-	return a.pressureLocked(podKey, hash, cs, series.PressureSourcePSI, stalled, now.Sub(prevAt), now)
+	return a.pressureLocked(p, cs, series.PressureSourcePSI, stalled, now.Sub(prevAt), now)
 }
 
 // stallPressureLocked turns an eBPF reclaim-stall reading into a pressure reading, for
 // containers without PSI (cgroup v1 nodes).
-func (a *Agent) stallPressureLocked(podKey, hash string, cs *ctrState, rd ebpf.StallReading, now time.Time) *pressureItem {
+func (a *Agent) stallPressureLocked(p *discovery.Pod, cs *ctrState, rd ebpf.StallReading, now time.Time) *pressureItem {
 	if cs.hasPSI || rd.Interval <= 0 {
 		return nil
 	}
-	return a.pressureLocked(podKey, hash, cs, series.PressureSourceEBPF, rd.Stalled, rd.Interval, now)
+	return a.pressureLocked(p, cs, series.PressureSourceEBPF, rd.Stalled, rd.Interval, now)
 }
 
-func (a *Agent) pressureLocked(podKey, hash string, cs *ctrState, source string, stalled, interval time.Duration, now time.Time) *pressureItem {
-	r := series.PressureReading{Container: cs.name, Pod: podKey, Node: a.o.NodeName, At: now, Interval: interval,
+// pressureLocked records a reading in the debug state and returns it for writing when it
+// reaches the floor and the pod is bound. Below the floor (every idle container, every
+// cycle) it allocates nothing.
+func (a *Agent) pressureLocked(p *discovery.Pod, cs *ctrState, source string, stalled, interval time.Duration, now time.Time) *pressureItem {
+	r := series.PressureReading{Container: cs.name, Node: a.o.NodeName, At: now, Interval: interval,
 		StallPerSec: series.StallPerSecond(stalled, interval), Source: source}
-	cs.pressure = &r
+	cs.pressure, cs.hasPressure = r, true
 	switch {
 	case r.StallPerSec < series.PressureFloor:
 		a.m.pressure.inc(source, pressureBelowFloor)
 		return nil
-	case hash == "":
+	case p.Hash == "":
 		a.m.pressure.inc(source, pressureUnbound)
 		return nil
 	}
-	return &pressureItem{hash: hash, r: r}
+	r.Pod = p.Key()
+	return &pressureItem{hash: p.Hash, r: r}
 }
 
 // writePressure sends one cycle's readings in one pipelined batch. A failed write is

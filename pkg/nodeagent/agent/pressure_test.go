@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/ebpf"
 	"github.com/ballastk8s/ballast/pkg/series"
 )
@@ -28,7 +29,7 @@ func TestPSIPressure(t *testing.T) {
 	step := func(total uint64, at time.Time, hash string) *pressureItem {
 		a.st.mu.Lock()
 		defer a.st.mu.Unlock()
-		return a.psiPressureLocked("shop/web-1", hash, cs, psiSome(total), at)
+		return a.psiPressureLocked(&discovery.Pod{Namespace: "shop", Name: "web-1", Hash: hash}, cs, psiSome(total), at)
 	}
 	if it := step(5_000_000, t0, "0123456789abcdef"); it != nil {
 		t.Fatalf("first cycle: %+v, want no reading (no previous total)", it)
@@ -47,7 +48,7 @@ func TestPSIPressure(t *testing.T) {
 	if n := testutil.ToFloat64(a.m.pressure[[2]string{"psi", pressureBelowFloor}]); n != 1 {
 		t.Errorf("below_floor = %v, want 1", n)
 	}
-	if cs.pressure == nil || cs.pressure.StallPerSec != 5_000 {
+	if !cs.hasPressure || cs.pressure.StallPerSec != 5_000 {
 		t.Errorf("last reading for the debug view %+v, want 5000 µs/s", cs.pressure)
 	}
 	// The total went backwards (the cgroup was re-created): no reading, the next one counts again.
@@ -61,7 +62,7 @@ func TestPSIPressure(t *testing.T) {
 		t.Errorf("unbound = %v, want 1", n)
 	}
 	a.st.mu.Lock()
-	if it := a.psiPressureLocked("shop/web-1", "0123456789abcdef", cs, nil, t0.Add(50*time.Second)); it != nil {
+	if it := a.psiPressureLocked(&discovery.Pod{Namespace: "shop", Name: "web-1", Hash: "0123456789abcdef"}, cs, nil, t0.Add(50*time.Second)); it != nil {
 		t.Errorf("no PSI file: %+v", it)
 	}
 	a.st.mu.Unlock()
@@ -73,17 +74,18 @@ func TestStallPressure(t *testing.T) {
 	cs := &ctrState{name: "app"}
 	now := time.Unix(1_800_000_000, 0)
 	rd := ebpf.StallReading{Interval: 2 * time.Second, Stalled: 3 * time.Second} // three threads: capped
+	pod := &discovery.Pod{Namespace: "shop", Name: "web-1", Hash: "0123456789abcdef"}
 	a.st.mu.Lock()
 	defer a.st.mu.Unlock()
-	it := a.stallPressureLocked("shop/web-1", "0123456789abcdef", cs, rd, now)
+	it := a.stallPressureLocked(pod, cs, rd, now)
 	if it == nil || it.r.StallPerSec != series.StallScale || it.r.Source != series.PressureSourceEBPF || it.r.Interval != 2*time.Second {
 		t.Fatalf("v1 stall reading %+v, want a capped ebpf reading over 2s", it)
 	}
-	if it := a.stallPressureLocked("shop/web-1", "0123456789abcdef", cs, ebpf.StallReading{}, now); it != nil {
+	if it := a.stallPressureLocked(pod, cs, ebpf.StallReading{}, now); it != nil {
 		t.Errorf("first stall reading (no interval): %+v", it)
 	}
 	cs.hasPSI = true
-	if it := a.stallPressureLocked("shop/web-1", "0123456789abcdef", cs, rd, now); it != nil {
+	if it := a.stallPressureLocked(pod, cs, rd, now); it != nil {
 		t.Errorf("with PSI the stall is not written: %+v", it)
 	}
 }

@@ -149,7 +149,7 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 			continue
 		}
 		w, ev := a.applyReadingLocked(ps.pod, cs, rd, now)
-		if it := a.psiPressureLocked(ps.pod.Key(), ps.pod.Hash, cs, rd.Sample.MemoryPressure, now); it != nil {
+		if it := a.psiPressureLocked(&ps.pod, cs, rd.Sample.MemoryPressure, now); it != nil {
 			press = append(press, *it)
 		}
 		if ev != nil {

@@ -60,10 +60,11 @@ type ctrState struct {
 	oomLedger oomLedger
 	// Memory pressure: the previous memory.pressure "some" total (cgroup v2) and the last
 	// reading made from it or from the reclaim stall (pressure.go).
-	psiTotal uint64
-	psiAt    time.Time
-	hasPSI   bool
-	pressure *series.PressureReading
+	psiTotal    uint64
+	psiAt       time.Time
+	hasPSI      bool
+	pressure    series.PressureReading
+	hasPressure bool
 }
 
 type lastSample struct {
@@ -130,7 +131,7 @@ func (s *state) setPodsLocked(pods []discovery.Pod, now time.Time) (gone []strin
 				// A new container (restart): its cgroup, limit and counters start over.
 				cs.id, cs.located, cs.loc, cs.cpuPath, cs.memPath = c.ID, false, cgroup.Location{}, "", ""
 				cs.cpuOK, cs.memOK, cs.hasPolledOOM, cs.maxSeen, cs.cgroupTried = false, false, false, 0, false
-				cs.hasPSI, cs.pressure = false, nil
+				cs.hasPSI, cs.hasPressure = false, false
 			}
 			cs.gen = s.gen
 		}
