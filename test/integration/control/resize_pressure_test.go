@@ -57,6 +57,7 @@ func TestResizePressureRaise(t *testing.T) {
 	if err := e.writer.AddPressure(ctx, entries); err != nil {
 		t.Fatal(err)
 	}
+	written := time.Now()
 	// max(256Mi × 1.2, 256Mi + 100Mi) = 356Mi; the request stays (Burstable).
 	p = e.waitPod(t, hot, "memory limit raised", func(p *corev1.Pod) error {
 		if memLimOf(p) != 356<<20 {
@@ -64,6 +65,7 @@ func TestResizePressureRaise(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("sustaining reading in the stream → memory limit raised on the pod: %v", time.Since(written).Round(time.Millisecond))
 	if r := p.Spec.Containers[0].Resources.Requests.Memory().String(); r != "128Mi" {
 		t.Errorf("request %s, want 128Mi unchanged", r)
 	}
