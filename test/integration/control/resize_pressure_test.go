@@ -114,4 +114,43 @@ func TestResizePressureRaise(t *testing.T) {
 	if memLimOf(p) != 356<<20 {
 		t.Errorf("hot raised again after one reading: limit %d", memLimOf(p))
 	}
+
+	// On a node of 300Mi the step is capped at the node's allocatable memory; once there,
+	// more pressure raises nothing and says why.
+	e.makeNode(t, "rz-press-small", "2", "300Mi", 110, "linux")
+	mustCreate(t, e.c, boundPod("small", ns, "resize", "rz-press", "rz-press-small", res2("100m", "128Mi", "256Mi")))
+	small := types.NamespacedName{Namespace: ns, Name: "small"}
+	e.running(t, small)
+	if err := e.writer.AddPressure(ctx, pressureReadings(hash, ns+"/small", e.clock.Now(), 3, 60)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPod(t, small, "raised to the node's 300Mi", func(p *corev1.Pod) error {
+		if memLimOf(p) != 300<<20 {
+			return fmt.Errorf("memory limit %d", memLimOf(p))
+		}
+		return nil
+	})
+	e.kubelet(t, small, actuate)
+	e.waitPod(t, small, "raise completed", func(p *corev1.Pod) error {
+		if s := p.Annotations[ballastv1.ResizeStateAnnotation]; s != ballastv1.ResizeStateCompleted {
+			return fmt.Errorf("resize-state %q", s)
+		}
+		return nil
+	})
+	e.clock.Step(40 * time.Second)
+	if err := e.writer.AddPressure(ctx, pressureReadings(hash, ns+"/small", e.clock.Now(), 3, 60)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "at_node_limit counted", func() error {
+		if n := metric(t, e.registry, "ballast_resize_raises_total", map[string]string{"trigger": "pressure", "result": "at_node_limit"}); n != 1 {
+			return fmt.Errorf("at_node_limit = %v", n)
+		}
+		return nil
+	})
+	if err := e.c.Get(ctx, small, p); err != nil {
+		t.Fatal(err)
+	}
+	if memLimOf(p) != 300<<20 {
+		t.Errorf("small limit %d, want the node's 300Mi", memLimOf(p))
+	}
 }
