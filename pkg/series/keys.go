@@ -121,6 +121,7 @@ func validContainer(s string) bool {
 //	ballast:{h}:rollups            zset    "<token>:<start>" of every rollup, scored by start
 //	ballast:{h}:epoch              string  bumped by every compaction (reader cache check)
 //	ballast:{h}:oom                stream  OOM kills (oom.go)
+//	ballast:{h}:pressure           stream  memory-pressure readings per pod container (pressure.go)
 
 func profilePrefix(profile string) string { return KeyPrefix + ":{" + profile + "}:" }
 
@@ -138,6 +139,9 @@ func EpochKey(profile string) string { return profilePrefix(profile) + "epoch" }
 
 // OOMKey is the profile's OOM-kill stream.
 func OOMKey(profile string) string { return profilePrefix(profile) + "oom" }
+
+// PressureKey is the profile's memory-pressure stream.
+func PressureKey(profile string) string { return profilePrefix(profile) + "pressure" }
 
 // Member names one window or rollup of a series inside the pending set and the rollups
 // sorted set: "<token>:<start unix seconds>".
@@ -184,7 +188,7 @@ func RollupKeyOf(profile, member string) string { return profilePrefix(profile) 
 func PurgePatterns(profile string) []string {
 	p := profilePrefix(profile)
 	return []string{
-		IndexKey(profile), PendingKey(profile), RollupsKey(profile), EpochKey(profile), OOMKey(profile),
+		IndexKey(profile), PendingKey(profile), RollupsKey(profile), EpochKey(profile), OOMKey(profile), PressureKey(profile),
 		p + "w:*", p + "r:*",
 	}
 }

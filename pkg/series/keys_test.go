@@ -20,6 +20,7 @@ func TestKeys(t *testing.T) {
 		"rollups":        {RollupsKey(prof), "ballast:{0123456789abcdef}:rollups"},
 		"epoch":          {EpochKey(prof), "ballast:{0123456789abcdef}:epoch"},
 		"oom":            {OOMKey(prof), "ballast:{0123456789abcdef}:oom"},
+		"pressure":       {PressureKey(prof), "ballast:{0123456789abcdef}:pressure"},
 		"token":          {app.Token(), "app/memory/usage"},
 		"pod token":      {pod.Token(), "/ephemeral-storage/usage"},
 		"member":         {Member(app, start), "app/memory/usage:1780000200"},

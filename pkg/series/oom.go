@@ -22,8 +22,19 @@ type OOMEvent struct {
 	// LimitBytes is the container's memory limit at the kill (0 if none).
 	LimitBytes int64
 	// Kind is the limit that was hit: "container", "pod", "node", or "" when the agent could
-	// not tell (cgroup v1, polled counters). Optional on the wire.
+	// not tell (cgroup v1 without eBPF: polled counters). Optional on the wire.
 	Kind string
+
+	// Victim details, known when the eBPF OOM program saw the kill (all optional on the
+	// wire, written only when PID is set).
+	// PID is the victim's thread-group id; Comm its command name (≤ 15 bytes).
+	PID  uint32
+	Comm string
+	// RSSBytes is the victim's resident memory at the kill (anon + file + shmem pages).
+	RSSBytes int64
+	// LimitCgroupID is the inode number of the memory cgroup whose limit was hit (0: none
+	// found, a node OOM, or unknown).
+	LimitCgroupID uint64
 }
 
 // Stream entry field names.
@@ -35,6 +46,10 @@ const (
 	oomPeak      = "peak"
 	oomLimit     = "limit"
 	oomKind      = "kind"
+	oomPID       = "pid"
+	oomComm      = "comm"
+	oomRSS       = "rss"
+	oomLimitCg   = "limit_cgroup"
 )
 
 // Validate checks the fields a consumer relies on.
@@ -45,15 +60,15 @@ func (e OOMEvent) Validate() error {
 	if e.At.IsZero() {
 		return fmt.Errorf("oom event of %s: time is missing", e.Container)
 	}
-	if e.PeakBytes < 0 || e.LimitBytes < 0 {
-		return fmt.Errorf("oom event of %s: peak %d and limit %d must be ≥ 0", e.Container, e.PeakBytes, e.LimitBytes)
+	if e.PeakBytes < 0 || e.LimitBytes < 0 || e.RSSBytes < 0 {
+		return fmt.Errorf("oom event of %s: peak %d, limit %d and rss %d must be ≥ 0", e.Container, e.PeakBytes, e.LimitBytes, e.RSSBytes)
 	}
 	return nil
 }
 
 // WireFields encodes e as stream entry field/value pairs.
 func (e OOMEvent) WireFields() []string {
-	return []string{
+	f := []string{
 		oomContainer, e.Container,
 		oomPod, e.Pod,
 		oomNode, e.Node,
@@ -62,6 +77,14 @@ func (e OOMEvent) WireFields() []string {
 		oomLimit, strconv.FormatInt(e.LimitBytes, 10),
 		oomKind, e.Kind,
 	}
+	if e.PID != 0 {
+		f = append(f,
+			oomPID, strconv.FormatUint(uint64(e.PID), 10),
+			oomComm, e.Comm,
+			oomRSS, strconv.FormatInt(e.RSSBytes, 10),
+			oomLimitCg, strconv.FormatUint(e.LimitCgroupID, 10))
+	}
+	return f
 }
 
 // DecodeOOMEvent parses a stream entry written by WireFields. Unknown fields are ignored so
@@ -83,8 +106,54 @@ func DecodeOOMEvent(fields map[string]string) (OOMEvent, error) {
 		*dst = v
 	}
 	e.At = time.UnixMilli(ms).UTC()
+	if err := decodeVictim(fields, &e); err != nil {
+		return OOMEvent{}, err
+	}
 	if err := e.Validate(); err != nil {
 		return OOMEvent{}, fmt.Errorf("decoding %w", err)
 	}
 	return e, nil
+}
+
+// decodeVictim reads the optional victim fields.
+func decodeVictim(fields map[string]string, e *OOMEvent) error {
+	if s, ok := fields[oomPID]; ok {
+		v, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return fmt.Errorf("decoding oom event: field %q = %q is not a pid", oomPID, s)
+		}
+		e.PID = uint32(v)
+	}
+	e.Comm = fields[oomComm]
+	if s, ok := fields[oomRSS]; ok {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("decoding oom event: field %q = %q is not an integer", oomRSS, s)
+		}
+		e.RSSBytes = v
+	}
+	if s, ok := fields[oomLimitCg]; ok {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("decoding oom event: field %q = %q is not a cgroup id", oomLimitCg, s)
+		}
+		e.LimitCgroupID = v
+	}
+	return nil
+}
+
+// Victim describes the victim for logs and event messages ("" when unknown), for example
+// "pid 4242 (stress), rss 314572800 bytes".
+func (e OOMEvent) Victim() string {
+	if e.PID == 0 {
+		return ""
+	}
+	s := "pid " + strconv.FormatUint(uint64(e.PID), 10)
+	if e.Comm != "" {
+		s += " (" + e.Comm + ")"
+	}
+	if e.RSSBytes > 0 {
+		s += ", rss " + strconv.FormatInt(e.RSSBytes, 10) + " bytes"
+	}
+	return s
 }

@@ -57,8 +57,56 @@ func TestOOMEvent(t *testing.T) {
 	}
 }
 
+func TestOOMEventVictim(t *testing.T) {
+	ev := OOMEvent{Container: "app", Pod: "shop/api", Node: "n", At: time.UnixMilli(1780000000123).UTC(),
+		PeakBytes: 300 << 20, LimitBytes: 256 << 20, Kind: "container",
+		PID: 4242, Comm: "stress", RSSBytes: 250 << 20, LimitCgroupID: 9876}
+	w := ev.WireFields()
+	m := map[string]string{}
+	for i := 0; i+1 < len(w); i += 2 {
+		m[w[i]] = w[i+1]
+	}
+	got, err := DecodeOOMEvent(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ev, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if v := got.Victim(); v != "pid 4242 (stress), rss 262144000 bytes" {
+		t.Errorf("Victim() = %q", v)
+	}
+	// Without a pid (the files' path) no victim field is written at all.
+	plain := OOMEvent{Container: "app", At: ev.At, Kind: "unknown"}
+	if w := plain.WireFields(); len(w) != 14 {
+		t.Errorf("fields without a victim = %v", w)
+	}
+	if v := plain.Victim(); v != "" {
+		t.Errorf("Victim() without pid = %q", v)
+	}
+	for name, edit := range map[string]func(){
+		"bad pid":    func() { m["pid"] = "-1" },
+		"bad rss":    func() { m["rss"] = "x" },
+		"neg rss":    func() { m["rss"] = "-5" },
+		"bad cgroup": func() { m["limit_cgroup"] = "1e3" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			saved := map[string]string{}
+			for k, v := range m {
+				saved[k] = v
+			}
+			defer func() { m = saved }()
+			edit()
+			if _, err := DecodeOOMEvent(m); err == nil {
+				t.Errorf("accepted %v", m)
+			}
+		})
+	}
+}
+
 func FuzzDecodeOOMEvent(f *testing.F) {
 	f.Add("container=app\npod=a/b\nnode=n\nat=1700000000000\npeak=1\nlimit=2\n")
+	f.Add("container=app\nat=1\npeak=1\nlimit=2\npid=7\ncomm=x\nrss=4096\nlimit_cgroup=3\n")
 	f.Add("container=\nat=x\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		m := map[string]string{}

@@ -13,7 +13,7 @@ import (
 const purgeBatch = 256
 
 // Purge deletes every key of a profile: its index, pending set, windows, rollups, rollup
-// set, epoch and OOM stream. The keys are enumerated from the profile's own sets (every
+// set, epoch, OOM stream and pressure stream. The keys are enumerated from the profile's own sets (every
 // window is in the pending set and every rollup in the rollup set from the moment it is
 // written), so no keyspace scan is needed; all of them share the profile's hash tag, so in
 // cluster mode each DEL targets the one slot that holds the profile. Windows a writer adds
@@ -42,7 +42,7 @@ func (c *Client) Purge(ctx context.Context, profile string) (int64, error) {
 		keys = append(keys, series.RollupKeyOf(profile, m))
 	}
 	// The sets themselves go last, so a failed purge can be repeated.
-	keys = append(keys, series.IndexKey(profile), series.EpochKey(profile), series.OOMKey(profile),
+	keys = append(keys, series.IndexKey(profile), series.EpochKey(profile), series.OOMKey(profile), series.PressureKey(profile),
 		series.RollupsKey(profile), series.PendingKey(profile))
 	var cmds valkey.Commands
 	for lo := 0; lo < len(keys); lo += purgeBatch {

@@ -91,6 +91,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	c := mgr.GetClient()
 	var err error
 	pm := policies.NewMetrics(d.Registry)
+	streams := resize.NewStoreOOM(o.RedisURL) // OOM and pressure streams, one lazy connection
 	cs := &Controllers{
 		Config:     config.New(d.Clock, c, d.State, d.kill, o.OperatorNamespace, d.log(ComponentConfig)),
 		Cluster:    policies.NewCluster(d.Clock, c, d.State, pm, d.Events, d.log(ComponentPolicies)),
@@ -101,7 +102,10 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 			resize.NewMetrics(d.Registry, d.shared.Clamped),
 			resize.NewEvents(mgr.GetEventRecorderFor(ballastv1.EventComponent)), //nolint:staticcheck // core v1 Events (SPEC §11.3)
 			d.Clock.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests}).
-			WithLogger(d.log(ComponentAdjuster)).WithOOM(resize.NewStoreOOM(o.RedisURL), time.Second),
+			WithLogger(d.log(ComponentAdjuster)).WithOOM(streams, time.Second),
+	}
+	if o.PressureRaiseThreshold > 0 {
+		cs.Resize.WithPressure(streams, o.pressure())
 	}
 	cs.Profiles.SetEvents(d.Events)
 	cs.Cluster.SetResolver(d.Resolver)

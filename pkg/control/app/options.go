@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/logging"
 )
 
@@ -45,6 +47,11 @@ type Options struct {
 	UnderstudyDoomTaints, UnderstudyInvoluntaryTaints string
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on owners.
 	PredictedRequests bool
+	// PressureRaiseThreshold (percent of the time stalled on memory, 0 = off) and
+	// PressureRaiseSustain: a resize-mode container above the one for the other is raised
+	// in place at once (ARCHITECTURE.md "Fast raises").
+	PressureRaiseThreshold float64
+	PressureRaiseSustain   time.Duration
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -78,6 +85,8 @@ func NewOptions() *Options {
 		LogLevel:               "info",
 		LogFormat:              "json",
 		LogStdout:              true,
+		PressureRaiseThreshold: 100 * resize.DefaultPressureThreshold,
+		PressureRaiseSustain:   resize.DefaultPressureSustain,
 	}
 }
 
@@ -107,6 +116,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevelCollector, "log-level-collector", o.LogLevelCollector, "log level of profile statistics (default --log-level)")
 	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
 	fs.BoolVar(&o.PredictedRequests, "predicted-requests-annotation", o.PredictedRequests, "publish autoscaling.k8s.io/predicted-pod-requests (Karpenter's in-place RFC) on the Deployments and StatefulSets of sized pods; needs get and patch on them")
+	fs.Float64Var(&o.PressureRaiseThreshold, "pressure-raise-threshold", o.PressureRaiseThreshold, "percent of the time a resize-mode container may be stalled on memory (PSI, or eBPF reclaim stall on cgroup v1) before it is raised in place at once; 0 turns the pressure fast raise off")
+	fs.DurationVar(&o.PressureRaiseSustain, "pressure-raise-sustain", o.PressureRaiseSustain, "how long the memory pressure must stay at or above --pressure-raise-threshold without a break")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
@@ -140,5 +151,16 @@ func (o *Options) Validate() error {
 	if o.OperatorNamespace == "" {
 		errs = append(errs, errors.New("--operator-namespace must not be empty"))
 	}
+	if o.PressureRaiseThreshold != 0 {
+		if err := o.pressure().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--pressure-raise-threshold %v / --pressure-raise-sustain %v: %w",
+				o.PressureRaiseThreshold, o.PressureRaiseSustain, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// pressure is the resize controller's pressure fast-raise setting.
+func (o *Options) pressure() resize.PressureOptions {
+	return resize.PressureOptions{Threshold: o.PressureRaiseThreshold / 100, Sustain: o.PressureRaiseSustain}
 }

@@ -10,7 +10,8 @@
 // metrics.go, accounting.go and planner.go (pure node planning), ladder.go and cap.go
 // (the ladder's pure decisions), guard.go (the node guard key), node.go (one node's pass),
 // send.go (patches and their bookkeeping), outcomes.go (the pod watch), oom.go (fast
-// raises).
+// raises after OOM kills), pressure.go and pressurerun.go (fast raises under sustained
+// memory pressure).
 package resize
 
 import (
@@ -131,6 +132,8 @@ type Controller struct {
 	// oom is the OOM stream reader of fast raises (nil: none), polled every oomEvery.
 	oom      OOMSource
 	oomEvery time.Duration
+	// pressure is the pressure fast raise (nil: off), polled on the same ticks (pressure.go).
+	pressure *pressureWatch
 }
 
 // New returns the resize controller. api is the manager's APIReader; metrics come from

@@ -28,8 +28,8 @@ type OOMSource interface {
 // oomLookback is how old a kill found on a profile's first read may be and still raise.
 const oomLookback = 2 * time.Minute
 
-// background is the controller's leader-only loop: OOM polling (fast raises) every tick,
-// guard time limits every guardSweep.
+// background is the controller's leader-only loop: OOM and pressure polling (fast raises)
+// every tick, guard time limits every guardSweep.
 type background struct {
 	c          *Controller
 	src        OOMSource
@@ -58,6 +58,9 @@ func (b *background) Start(ctx context.Context) error {
 			if err := b.pollOOM(ctrl.LoggerInto(ctx, log)); err != nil {
 				log.Error(err, "reading OOM streams")
 			}
+		}
+		if err := b.c.pollPressure(ctrl.LoggerInto(ctx, log)); err != nil {
+			log.Error(err, "reading pressure streams")
 		}
 		if time.Since(lastSweep) >= b.guardSweep {
 			lastSweep = time.Now()
@@ -201,9 +204,10 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 		log.Info("fast raise would change the QoS class, skipped", "qos_current", sizing.QoS(pod), "qos_after", sizing.QoS(after))
 		return true
 	}
-	msg := fmt.Sprintf("container %s was OOM-killed at %s (peak %d bytes, limit %s): memory limit raised in place to %s",
-		ev.Container, ev.At.UTC().Format(time.RFC3339), ev.PeakBytes, lim.String(), newLim.String())
-	log.Info("fast raise after an OOM kill", "limit_before", lim.String(), "limit_after", newLim.String())
+	msg := fmt.Sprintf("container %s was OOM-killed at %s (%speak %d bytes, limit %s): memory limit raised in place to %s",
+		ev.Container, ev.At.UTC().Format(time.RFC3339), oomDetail(ev), ev.PeakBytes, lim.String(), newLim.String())
+	log.Info("fast raise after an OOM kill", "limit_before", lim.String(), "limit_after", newLim.String(),
+		"kind", ev.Kind, "victim_pid", ev.PID, "victim_comm", ev.Comm, "victim_rss_bytes", ev.RSSBytes, "limit_cgroup", ev.LimitCgroupID)
 	pc := &profileCtx{profile: wp, now: c.now()}
 	if _, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: []sizing.ContainerChanges{ch}, why: "oom"}}); err != nil {
 		count("error")

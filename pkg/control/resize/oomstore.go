@@ -16,32 +16,38 @@ type StoreOOM struct {
 
 	mu     sync.Mutex
 	client *store.Client
-	reader *store.Reader
+	rd     *store.Reader
 }
 
-// NewStoreOOM returns an OOM source for the store at url (redis:// or rediss://).
+// NewStoreOOM returns an OOM (and pressure, pressurestore.go) source for the store at url (redis:// or rediss://).
 func NewStoreOOM(url string) *StoreOOM { return &StoreOOM{url: url} }
 
 // ReadOOM implements OOMSource.
 func (s *StoreOOM) ReadOOM(ctx context.Context, profile, afterID string) ([]store.OOMRecord, error) {
+	r, err := s.connect()
+	if err != nil {
+		return nil, err
+	}
+	return r.ReadOOM(ctx, profile, afterID)
+}
+
+// connect opens the connection on first use.
+func (s *StoreOOM) connect() (*store.Reader, error) {
 	s.mu.Lock()
-	if s.reader == nil {
+	defer s.mu.Unlock()
+	if s.rd == nil {
 		c, err := store.Open(s.url)
 		if err != nil {
-			s.mu.Unlock()
 			return nil, err
 		}
 		r, err := store.NewReader(c, series.DefaultLayout(ballastv1.DefaultRetentionWindow))
 		if err != nil {
 			c.Close()
-			s.mu.Unlock()
 			return nil, err
 		}
-		s.client, s.reader = c, r
+		s.client, s.rd = c, r
 	}
-	r := s.reader
-	s.mu.Unlock()
-	return r.ReadOOM(ctx, profile, afterID)
+	return s.rd, nil
 }
 
 // Close releases the connection.

@@ -49,6 +49,8 @@ type Agent struct {
 	bpf       *ebpf.Probe
 	stall     *ebpf.StallSource
 	bpfLoaded prometheus.Gauge
+	// bpfLost reads the programs' ring-buffer drop count (set once the probe loaded).
+	bpfLost atomic.Pointer[func() uint64]
 
 	retention atomic.Int64 // time.Duration of BallastConfig's retentionWindow
 	heartbeat atomic.Int64 // unix nanos of the sampling loop's last turn
@@ -69,6 +71,7 @@ func newAgent(o *Options, reg *prometheus.Registry) *Agent {
 		counters: map[[3]string]prometheus.Counter{},
 	}
 	a.bpfLoaded = newEBPFGauge(reg)
+	newEBPFLostCounter(reg, a.bpfLostCount)
 	a.retention.Store(int64(ballastv1.DefaultRetentionWindow))
 	a.heartbeat.Store(a.now().UnixNano())
 	reg.MustRegister(newBufferCollector(a.buf, a.oomq.len))

@@ -237,6 +237,9 @@ func TestCycleOnCgroupV1(t *testing.T) {
 	// The event carries the lifetime peak (memory.max_usage_in_bytes, 48Mi: above every
 	// usage sampled, 40Mi) and the limit (memory.limit_in_bytes, 64Mi), read through the
 	// cgroup package's rooted reader right after the kill.
+	if ev := a.oomq.items[0].ev; ev.Kind != oomKindUnknown || ev.PID != 0 {
+		t.Errorf("polled v1 kill: kind %q pid %d, want kind %q (the counters cannot tell the limit) and no victim", ev.Kind, ev.PID, oomKindUnknown)
+	}
 	if ev := a.oomq.items[0].ev; ev.PeakBytes != 48<<20 || ev.LimitBytes != 64<<20 {
 		t.Errorf("queued OOM event peak %d, limit %d; want 48Mi, 64Mi", ev.PeakBytes, ev.LimitBytes)
 	}

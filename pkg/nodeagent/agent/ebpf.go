@@ -29,6 +29,24 @@ func newEBPFGauge(reg prometheus.Registerer) prometheus.Gauge {
 	return g
 }
 
+// newEBPFLostCounter exports the OOM records the programs could not put into the full ring
+// buffer (the kernel-side count, read at scrape time). Such a kill is still counted from
+// the cgroup files, without its victim details.
+func newEBPFLostCounter(reg prometheus.Registerer, lost func() uint64) {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "ballast_node_ebpf_lost_events_total",
+		Help: "OOM records dropped by the eBPF programs because the ring buffer was full (the kill is still counted from the cgroup files).",
+	}, func() float64 { return float64(lost()) }))
+}
+
+// bpfLostCount is the probe's drop count, 0 without a probe.
+func (a *Agent) bpfLostCount() uint64 {
+	if p := a.bpfLost.Load(); p != nil {
+		return (*p)()
+	}
+	return 0
+}
+
 // openEBPF loads the programs (--ebpf) and says in one log line what loaded. Nothing
 // loading is not an error: the file sources work without it, and it is not retried.
 func (a *Agent) openEBPF() {
@@ -45,6 +63,8 @@ func (a *Agent) openEBPF() {
 		"reclaimBegin", st.Hook(ebpf.SignalReclaimBegin), "reclaimEnd", st.Hook(ebpf.SignalReclaimEnd),
 		"failed", programErrors(st))
 	a.bpf = p
+	lost := p.Lost
+	a.bpfLost.Store(&lost)
 	if st.StallAvailable() {
 		a.stall = ebpf.NewStallSource(p)
 	}
@@ -104,7 +124,7 @@ func (a *Agent) onBPFKill(ctx context.Context, k ebpf.OOMKill) {
 	}
 	a.log.Info("oom kill seen by eBPF", "container", key, "pid", k.PID, "comm", k.Comm, "hook", k.Hook,
 		"kind", kind, "anonBytes", k.AnonBytes, "fileBytes", k.FileBytes, "latency", a.now().Sub(k.At).String())
-	a.handleOOM(ctx, oom.Event{Key: key, Kind: kind, Count: 1, Time: k.At}, true)
+	a.handleOOM(ctx, oom.Event{Key: key, Kind: kind, Count: 1, Time: k.At}, true, &k)
 }
 
 // oomLedger pairs the kills the two paths saw, so one kill is written once: kills of one
@@ -141,10 +161,11 @@ func (l *oomLedger) fresh(fromBPF bool, n uint64, t time.Time, window time.Durat
 	return fresh
 }
 
-// collectStall reads the reclaim stall of the cycle's containers (targets by key).
-func (a *Agent) collectStall(ctx context.Context, keys []string, now time.Time) {
+// collectStall reads the reclaim stall of the cycle's containers (targets by key) and
+// returns the pressure readings made from it (containers without PSI).
+func (a *Agent) collectStall(ctx context.Context, keys []string, now time.Time) []pressureItem {
 	if a.stall == nil {
-		return
+		return nil
 	}
 	targets := make([]ebpf.StallTarget, 0, len(keys))
 	a.st.mu.Lock()
@@ -157,10 +178,16 @@ func (a *Agent) collectStall(ctx context.Context, keys []string, now time.Time) 
 	readings, errs, _ := source.Collect(ctx, a.units, a.stall, now, targets)
 	a.st.mu.Lock()
 	defer a.st.mu.Unlock()
+	var press []pressureItem
 	for i := range readings {
 		if cs := a.st.ctrs[readings[i].Key]; cs != nil {
 			rd := readings[i]
 			cs.stall, cs.stallAt = &rd, now
+			if ps := a.st.pods[cs.podUID]; ps != nil {
+				if it := a.stallPressureLocked(&ps.pod, cs, rd, now); it != nil {
+					press = append(press, *it)
+				}
+			}
 		}
 	}
 	for _, e := range errs {
@@ -168,4 +195,5 @@ func (a *Agent) collectStall(ctx context.Context, keys []string, now time.Time) 
 			cs.errorLocked(sourceEBPF, e.Err.Error(), now)
 		}
 	}
+	return press
 }

@@ -74,7 +74,8 @@ func TestBPFKillJoinedAndDeduplicated(t *testing.T) {
 		t.Fatalf("container joined to memcg %d, want its memory directory's inode %d", joined, st.Ino)
 	}
 	at := t0.Add(500 * time.Millisecond)
-	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 10, MemcgID: st.Ino, LimitMemcgID: st.Ino})
+	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 10, Comm: "stress", MemcgID: st.Ino, LimitMemcgID: st.Ino,
+		AnonBytes: 30 << 20, FileBytes: 1 << 20, ShmemBytes: 4096})
 	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 11, MemcgID: st.Ino, LimitMemcgID: st.Ino + 1000})
 	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 12, MemcgID: st.Ino, LimitMemcgID: 0})
 	a.onBPFKill(ctx, ebpf.OOMKill{At: at.Add(-time.Hour), PID: 14, MemcgID: st.Ino, LimitMemcgID: st.Ino}) // long before: not the polled one
@@ -93,6 +94,14 @@ func TestBPFKillJoinedAndDeduplicated(t *testing.T) {
 		t.Errorf("oom kills %v, want %v (the polled count deduplicated, the foreign memcg ignored)", c.OOMKills, want)
 	}
 	if n := a.oomq.len(); n != 4 {
-		t.Errorf("%d OOM events queued, want 4", n)
+		t.Fatalf("%d OOM events queued, want 4", n)
+	}
+	// The victim's details travel with the stream entry.
+	ev := a.oomq.items[0].ev
+	if ev.PID != 10 || ev.Comm != "stress" || ev.RSSBytes != 31<<20+4096 || ev.LimitCgroupID != st.Ino || ev.Kind != "container" {
+		t.Errorf("first eBPF kill's entry %+v, want pid 10, comm stress, rss 31 MiB + 4 KiB, limit cgroup %d, kind container", ev, st.Ino)
+	}
+	if ev := a.oomq.items[2].ev; ev.Kind != "node" || ev.LimitCgroupID != 0 {
+		t.Errorf("node OOM entry %+v, want kind node and no limit cgroup", ev)
 	}
 }

@@ -27,6 +27,7 @@ type metrics struct {
 	oomEvents      *prometheus.CounterVec
 	pods           *prometheus.GaugeVec
 	storeUp        prometheus.Gauge
+	pressure       pressureCounters // pressure.go
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -69,6 +70,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 when the last flush or OOM write reached Valkey, else 0.",
 		}),
 	}
+	m.pressure = newPressureCounters(reg)
 	reg.MustRegister(m.samples, m.seriesFlushed, m.samplesFlushed, m.flushes,
 		m.flushDuration, m.flushBytes, m.oomEvents, m.pods, m.storeUp)
 	return m

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/ebpf"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
 	"github.com/ballastk8s/ballast/pkg/series"
 )
@@ -17,6 +18,9 @@ const (
 	oomQueueTTL = time.Hour
 	// oomWriteTimeout bounds one immediate OOM write.
 	oomWriteTimeout = 2 * time.Second
+	// oomKindUnknown is the kind of a kill found by polling counters (cgroup v1 without
+	// eBPF), which cannot tell which limit was hit.
+	oomKindUnknown = "unknown"
 )
 
 // oomItem is an OOM kill waiting to be written.
@@ -101,14 +105,31 @@ func (a *Agent) watchOOM(w watchReq) {
 
 // onOOM turns a kill into an OOM stream entry and writes it at once when the pod's profile
 // hash is known; otherwise (or when Valkey fails) it is queued and retried by the flusher.
-func (a *Agent) onOOM(ctx context.Context, e oom.Event) { a.handleOOM(ctx, e, false) }
+// While the eBPF OOM program runs, a kill the files report is held for bpfGrace first, so
+// the eBPF record of the same kill, which carries the victim's details, is the one written
+// (the memory.events counter moves just before the kernel marks the victim).
+func (a *Agent) onOOM(ctx context.Context, e oom.Event) {
+	if a.bpf != nil && a.bpf.Status().OOMAvailable() {
+		time.AfterFunc(bpfGrace, func() {
+			if ctx.Err() == nil {
+				a.handleOOM(ctx, e, false, nil)
+			}
+		})
+		return
+	}
+	a.handleOOM(ctx, e, false, nil)
+}
 
-// handleOOM is onOOM for either path: fromBPF for a kill the eBPF programs saw, else an
-// oom_kill increase of the cgroup files. A kill both report is written once.
-func (a *Agent) handleOOM(ctx context.Context, e oom.Event, fromBPF bool) {
+// bpfGrace is how long a kill seen in the files waits for its eBPF record.
+const bpfGrace = 250 * time.Millisecond
+
+// handleOOM is onOOM for either path: fromBPF for a kill the eBPF programs saw (victim is
+// its record), else an oom_kill increase of the cgroup files. A kill both report is
+// written once.
+func (a *Agent) handleOOM(ctx context.Context, e oom.Event, fromBPF bool, victim *ebpf.OOMKill) {
 	kind := string(e.Kind)
 	if kind == "" {
-		kind = "unknown" // polled: the counters cannot tell which limit was hit
+		kind = oomKindUnknown // polled (cgroup v1 without eBPF): the counters cannot tell which limit was hit
 	}
 	a.st.mu.Lock()
 	cs := a.st.ctrs[e.Key]
@@ -132,7 +153,7 @@ func (a *Agent) handleOOM(ctx context.Context, e oom.Event, fromBPF bool) {
 	}
 	cs.oomKills[kind] += int64(max(e.Count, 1))
 	it := oomItem{podUID: cs.podUID, profileRef: ps.pod.ProfileRef, hash: ps.pod.Hash, kind: kind, queuedAt: a.now(),
-		ev: series.OOMEvent{Container: cs.name, Pod: ps.pod.Key(), Node: a.o.NodeName, At: e.Time, Kind: string(e.Kind)}}
+		ev: series.OOMEvent{Container: cs.name, Pod: ps.pod.Key(), Node: a.o.NodeName, At: e.Time, Kind: kind}}
 	peak, limit, hasLimit := cs.maxSeen, cs.limit, cs.hasLimit
 	loc, located := cs.loc, cs.located
 	a.st.mu.Unlock()
@@ -148,12 +169,17 @@ func (a *Agent) handleOOM(ctx context.Context, e oom.Event, fromBPF bool) {
 			limit, hasLimit = ms.LimitBytes, true
 		}
 	}
+	if victim != nil {
+		it.ev.PID, it.ev.Comm, it.ev.LimitCgroupID = victim.PID, victim.Comm, victim.LimitMemcgID
+		it.ev.RSSBytes = clampInt64(victim.AnonBytes + victim.FileBytes + victim.ShmemBytes)
+	}
 	it.ev.PeakBytes = clampInt64(peak)
 	if hasLimit && limit != cgroup.Unlimited {
 		it.ev.LimitBytes = clampInt64(limit)
 	}
 	a.log.Info("oom kill", "pod", it.ev.Pod, "container", it.ev.Container, "kind", kind,
-		"peakBytes", it.ev.PeakBytes, "limitBytes", it.ev.LimitBytes, "profile", it.profileRef)
+		"peakBytes", it.ev.PeakBytes, "limitBytes", it.ev.LimitBytes, "profile", it.profileRef,
+		"pid", it.ev.PID, "comm", it.ev.Comm, "rssBytes", it.ev.RSSBytes, "limitCgroup", it.ev.LimitCgroupID)
 	if it.hash == "" {
 		a.queueOOM(it)
 		return

@@ -133,6 +133,9 @@ func fillContainer(cr *debug.ContainerReport, cs *ctrState) {
 			Passes: s.Passes, Stalled: s.Stalled.String(), Fraction: s.Fraction, MaxPass: s.MaxPass.String(),
 			ReclaimedPages: s.ReclaimedPages, TotalPasses: s.TotalPasses, TotalStalled: s.TotalStalled.String()}
 	}
+	if r := cs.pressure; cs.hasPressure {
+		cr.MemoryPressure = &debug.PressureReport{At: r.At, Interval: r.Interval.String(), StallPerSec: r.StallPerSec, Source: r.Source}
+	}
 }
 
 // addSources declares the three sources with their one-line descriptions, in the order

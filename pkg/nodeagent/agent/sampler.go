@@ -134,6 +134,7 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 
 	var watches []watchReq
 	var polled []oom.Event
+	var press []pressureItem
 	a.st.mu.Lock()
 	got := make(map[string]bool, len(readings))
 	for i := range readings {
@@ -148,6 +149,9 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 			continue
 		}
 		w, ev := a.applyReadingLocked(ps.pod, cs, rd, now)
+		if it := a.psiPressureLocked(&ps.pod, cs, rd.Sample.MemoryPressure, now); it != nil {
+			press = append(press, *it)
+		}
 		if ev != nil {
 			polled = append(polled, *ev)
 		}
@@ -182,8 +186,9 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 		for i, t := range targets {
 			keys[i] = t.Key
 		}
-		a.collectStall(ctx, keys, now)
+		press = append(press, a.collectStall(ctx, keys, now)...)
 	}
+	a.writePressure(ctx, press)
 	for _, ev := range polled {
 		a.onOOM(ctx, ev)
 	}

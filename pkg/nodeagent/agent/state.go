@@ -9,6 +9,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/ebpf"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
+	"github.com/ballastk8s/ballast/pkg/series"
 )
 
 // state is what the agent knows per pod and container; the sampling loops update it and
@@ -57,6 +58,13 @@ type ctrState struct {
 	stall     *ebpf.StallReading
 	stallAt   time.Time
 	oomLedger oomLedger
+	// Memory pressure: the previous memory.pressure "some" total (cgroup v2) and the last
+	// reading made from it or from the reclaim stall (pressure.go).
+	psiTotal    uint64
+	psiAt       time.Time
+	hasPSI      bool
+	pressure    series.PressureReading
+	hasPressure bool
 }
 
 type lastSample struct {
@@ -123,6 +131,7 @@ func (s *state) setPodsLocked(pods []discovery.Pod, now time.Time) (gone []strin
 				// A new container (restart): its cgroup, limit and counters start over.
 				cs.id, cs.located, cs.loc, cs.cpuPath, cs.memPath = c.ID, false, cgroup.Location{}, "", ""
 				cs.cpuOK, cs.memOK, cs.hasPolledOOM, cs.maxSeen, cs.cgroupTried = false, false, false, 0, false
+				cs.hasPSI, cs.hasPressure = false, false
 			}
 			cs.gen = s.gen
 		}

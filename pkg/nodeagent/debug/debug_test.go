@@ -27,8 +27,9 @@ func sampleReport() Report {
 				CgroupMemory: "/sys/fs/cgroup/kubepods/x", OOMWatched: true,
 				Last: []SampleReport{{Signal: "cpu/usage", Value: 230, Source: "cgroup", At: now.Add(-time.Second)},
 					{Signal: "memory/peak", Value: 176 << 20, Source: "cgroup", At: now, Exact: &exact}},
-				Errors:   []ErrorReport{{Source: "kubelet", Message: "ephemeral-storage reading skipped", At: now, Count: 2}},
-				OOMKills: map[string]int64{"pod": 1}}}}},
+				Errors:         []ErrorReport{{Source: "kubelet", Message: "ephemeral-storage reading skipped", At: now, Count: 2}},
+				OOMKills:       map[string]int64{"pod": 1},
+				MemoryPressure: &PressureReport{At: now.Add(-3 * time.Second), Interval: "10s", StallPerSec: 125_000, Source: "psi"}}}}},
 		Series: []SeriesReport{{Profile: "0123456789abcdef", Container: "app", Resource: "memory", Signal: "usage", Recorded: 7,
 			Windows: []WindowReport{{Start: now.Truncate(5 * time.Minute), Count: 7, Min: 1 << 20, Max: 3 << 30}}}},
 	}
@@ -90,7 +91,7 @@ func TestTextView(t *testing.T) {
 		"filed 12/20000", "buffer_full=4",
 		"shop/web-1", "interval=10s", "(not stamped)", "/sys/fs/cgroup/kubepods/x",
 		"cpu/usage", "230m", "176.00Mi", "(max of samples)",
-		"error kubelet  x2", "oom kills pod=1",
+		"error kubelet  x2", "oom kills pod=1", "memory pressure 12.5% stalled over 10s via psi, 3s ago",
 		"profile 0123456789abcdef app/memory/usage  recorded 7", "min=1.00Mi", "max=3.00Gi",
 	} {
 		if !strings.Contains(out, want) {

@@ -100,6 +100,17 @@ type ContainerReport struct {
 	// ReclaimStall is the eBPF memory-pressure reading (--ebpf): limit-reclaim stall of the
 	// container's memory cgroup over the last cycle.
 	ReclaimStall *StallReport `json:"reclaimStall,omitempty"`
+	// MemoryPressure is the last memory-pressure reading (PSI on cgroup v2, else the
+	// reclaim stall), as written to the profile's pressure stream when ≥ 1 %.
+	MemoryPressure *PressureReport `json:"memoryPressure,omitempty"`
+}
+
+// PressureReport is one memory-pressure reading: stall µs per second over Interval.
+type PressureReport struct {
+	At          time.Time `json:"at"`
+	Interval    string    `json:"interval"`
+	StallPerSec int64     `json:"stallPerSec"`
+	Source      string    `json:"source"`
 }
 
 // StallReport is one reclaim-stall reading of the eBPF source.

@@ -91,6 +91,9 @@ func WriteText(w io.Writer, r Report) error {
 				p("      reclaim stall %s over %s (%.1f%%, %d passes, %d pages; longest %s; total %s in %d passes)  memcg %d",
 					st.Stalled, st.Interval, 100*st.Fraction, st.Passes, st.ReclaimedPages, st.MaxPass, st.TotalStalled, st.TotalPasses, st.MemcgID)
 			}
+			if mp := c.MemoryPressure; mp != nil {
+				p("      memory pressure %.1f%% stalled over %s via %s, %s", float64(mp.StallPerSec)/1e4, mp.Interval, mp.Source, ago(mp.At))
+			}
 			if len(c.OOMKills) > 0 {
 				p("      oom kills %s", counts(c.OOMKills))
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
+	"github.com/ballastk8s/ballast/pkg/series"
 )
 
 const helperEnv = "BALLAST_CGV2_HELPER"
@@ -148,6 +149,41 @@ func TestReaderOnRealCgroupV2(t *testing.T) {
 		t.Errorf("next interval's peak %+v %v, want exact and below 24 MiB (the per-FD reset; the lifetime peak stays higher)", p2, err)
 	}
 	t.Logf("peaks: interval with the helper %d B, the next %d B", p1.Bytes, p2.Bytes)
+}
+
+// The memory pressure the node agent writes on cgroup v2 is the change of
+// memory.pressure's "some" total over a sampling interval: a container that runs into its
+// limit stalls in reclaim before the kill, and that stall shows as stall µs per second.
+func TestMemoryPressureOnRealCgroupV2(t *testing.T) {
+	_, ctr := podAndContainer(t, 32<<20)
+	r, err := cgroup.Open(root, cgroup.Options{Version: cgroup.V2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	loc, err := r.Cgroup("/" + ctr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := r.ReadSample(loc, time.Now())
+	if err != nil || before.MemoryPressure == nil {
+		t.Fatalf("no memory.pressure before: %v", err)
+	}
+	t0 := time.Now()
+	cmd, _, _ := startIn(t, ctr, "hog")
+	_ = cmd.Wait() // the kill
+	after, err := r.ReadSample(loc, time.Now())
+	if err != nil || after.MemoryPressure == nil {
+		t.Fatalf("no memory.pressure after: %v", err)
+	}
+	d := after.MemoryPressure.Some.TotalUsec - before.MemoryPressure.Some.TotalUsec
+	iv := time.Since(t0)
+	stall := series.StallPerSecond(time.Duration(d)*time.Microsecond, iv)
+	t.Logf("memory.pressure some: +%d µs over %v = %d µs/s (%.2f%%); avg10 %.2f", d, iv.Round(time.Millisecond), stall,
+		100*float64(stall)/series.StallScale, after.MemoryPressure.Some.Avg10)
+	if d == 0 || stall == 0 {
+		t.Errorf("no memory stall recorded for a container that ran into its limit (+%d µs)", d)
+	}
 }
 
 // memory.events.local watched with inotify reports a container-limit kill.

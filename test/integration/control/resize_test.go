@@ -193,7 +193,8 @@ func TestResize(t *testing.T) {
 			return nil
 		})
 		if _, err := e.writer.AddOOM(ctx, wp.Status.MeasurementHash, series.OOMEvent{Container: "app", Pod: ns + "/oom",
-			Node: "rz-big", At: e.clock.Now(), PeakBytes: 256 << 20, LimitBytes: 256 << 20, Kind: "container"}); err != nil {
+			Node: "rz-big", At: e.clock.Now(), PeakBytes: 256 << 20, LimitBytes: 256 << 20, Kind: "container",
+			PID: 4242, Comm: "stress", RSSBytes: 250 << 20}); err != nil {
 			t.Fatal(err)
 		}
 		// max(256Mi × 1.2, 256Mi + 100Mi) = 356Mi; the request stays (Burstable).
@@ -207,6 +208,8 @@ func TestResize(t *testing.T) {
 			t.Errorf("request %s", r)
 		}
 		e.waitEvent(t, p, "Normal ResizeRaised container app was OOM-killed")
+		// The eBPF victim details travel from the stream entry into the event.
+		e.waitEvent(t, p, "(victim pid 4242 (stress), rss 262144000 bytes, container limit hit; peak 268435456 bytes, limit 256Mi)")
 	})
 
 	t.Run("kill switch: no resize while active, resize after release", func(t *testing.T) {

@@ -28,8 +28,26 @@ func TestMain(m *testing.M) {
 		writeFile(os.Args[len(os.Args)-1])
 	case "probe":
 		probeChild()
+	case "oomloop":
+		oomLoop(os.Args[len(os.Args)-1])
 	}
 	os.Exit(0)
+}
+
+// oomLoop runs n hogs (tail buffering its input) one after the other in its own cgroup, each with oom_score_adj 1000
+// from before its exec (raising it needs no privilege), so the killer always picks the hog
+// and never the loop: the cgroup sees n OOM kills in quick succession.
+func oomLoop(n string) {
+	count, err := strconv.Atoi(n)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for range count {
+		// tail keeps the last 64 MiB of its input in memory: a cheap hog to start.
+		c := exec.Command("/bin/sh", "-c", `echo 1000 > /proc/self/oom_score_adj && head -c 67108864 /dev/zero | tail -c 67108864 >/dev/null`)
+		_ = c.Run() // killed by design
+	}
 }
 
 // hog touches 1 MiB chunks until it is killed.

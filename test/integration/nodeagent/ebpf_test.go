@@ -10,10 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // helperEnv re-executes the test binary as a workload: "hog" touches memory until it is
@@ -280,6 +283,18 @@ func TestEBPFKillCountedOnceAndReclaimStall(t *testing.T) {
 	if ev := recs[0].Event; ev.Container != "app" || ev.Kind != "container" || ev.LimitBytes != 32*mi {
 		t.Errorf("event %+v, want container app, kind container, limit 32 MiB", ev)
 	}
+	// The eBPF record won the race with the poll, so the entry names the victim.
+	var st syscall.Stat_t
+	if err := syscall.Stat(rp.dirs["app"], &st); err != nil {
+		t.Fatal(err)
+	}
+	if ev := recs[0].Event; ev.PID != uint32(hog.Process.Pid) || ev.Comm == "" || ev.RSSBytes < 16*mi || ev.LimitCgroupID != st.Ino {
+		t.Errorf("victim pid %d comm %q rss %d limit cgroup %d, want pid %d, a comm, most of 32 MiB, cgroup %d",
+			ev.PID, ev.Comm, ev.RSSBytes, ev.LimitCgroupID, hog.Process.Pid, st.Ino)
+	}
+	if got := rawMetric(t, a, "ballast_node_ebpf_lost_events_total"); got != "ballast_node_ebpf_lost_events_total 0" {
+		t.Errorf("metric line %q, want ballast_node_ebpf_lost_events_total 0", got)
+	}
 
 	w := rp.run(t, "app", "write", "BALLAST_HELPER_FILE="+filepath.Join(t.TempDir(), "pagecache"))
 	if err := w.Wait(); err != nil {
@@ -307,5 +322,51 @@ func TestEBPFKillCountedOnceAndReclaimStall(t *testing.T) {
 	})
 	if txt := getText(t, a, "?format=text"); !strings.Contains(txt, "reclaim stall") {
 		t.Errorf("the text view shows no reclaim stall:\n%s", txt)
+	}
+
+	// No PSI on cgroup v1: the reclaim stall is the container's memory pressure. Writers
+	// keep the app container in limit reclaim for several 1 s cycles; its readings reach
+	// the profile's pressure stream, the idle container's never do.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	cache := "BALLAST_HELPER_FILE=" + filepath.Join(t.TempDir(), "pagecache")
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = rp.run(t, "app", "write", cache).Wait()
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	var pressed []store.PressureRecord
+	eventually(t, 30*time.Second, "an ebpf pressure reading of app in the stream", func() error {
+		recs, err := r.ReadPressure(context.Background(), hash, "")
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if rec.Err == nil && rec.Reading.Container == "app" && rec.Reading.Source == series.PressureSourceEBPF {
+				pressed = recs
+				return nil
+			}
+		}
+		return fmt.Errorf("%d readings, none of app", len(recs))
+	})
+	for _, rec := range pressed {
+		rd := rec.Reading
+		if rd.Container == "idle" {
+			t.Errorf("idle container under pressure: %+v", rd)
+		}
+		if rd.Pod != ns+"/"+pod.name || rd.Node != node || rd.StallPerSec < series.PressureFloor || rd.Interval <= 0 {
+			t.Errorf("reading %+v, want pod %s/%s on %s, at least the floor", rd, ns, pod.name, node)
+		}
+		t.Logf("app pressure: %.1f%% stalled over %v", 100*rd.Fraction(), rd.Interval)
+	}
+	if n, err := a.metric("ballast_node_pressure_readings_total", `result="written"`); err != nil || n == 0 {
+		t.Errorf("pressure readings written = %v (%v)", n, err)
 	}
 }

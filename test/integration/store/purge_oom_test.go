@@ -14,7 +14,7 @@ import (
 )
 
 // TestPurge fills every kind of key of a profile — windows, rollups, index, sets, epoch,
-// OOM stream — and checks that Purge leaves none of them and touches no other profile.
+// OOM and pressure streams — and checks that Purge leaves none of them and touches no other profile.
 func TestPurge(t *testing.T) {
 	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
 		l := series.DefaultLayout(168 * time.Hour)
@@ -25,6 +25,9 @@ func TestPurge(t *testing.T) {
 		for _, prof := range []string{p, other} {
 			history(t, ctx, w, l, seriesOf(prof), now, 26*time.Hour, r) // two daily rollups
 			if _, err := w.AddOOM(ctx, prof, oomEvent(now)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddPressure(ctx, []store.PressureEntry{{Profile: prof, Reading: pressureReading(now, 200_000)}}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,0 +1,243 @@
+package resize
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/enrollment"
+	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/sizing"
+	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+// PressureSource reads a profile's memory-pressure stream (store.Reader.ReadPressure).
+type PressureSource interface {
+	ReadPressure(ctx context.Context, profile, afterID string) ([]store.PressureRecord, error)
+}
+
+// PressureOptions tune the fast raise under sustained memory pressure (ARCHITECTURE.md
+// "Fast raises").
+type PressureOptions struct {
+	// Threshold is the share of the time a container must be stalled on memory, in (0, 1].
+	// Default DefaultPressureThreshold.
+	Threshold float64
+	// Sustain is how long the stall must stay at or above Threshold without a break.
+	// Default DefaultPressureSustain.
+	Sustain time.Duration
+}
+
+// Validate checks the options after defaults.
+func (o PressureOptions) Validate() error {
+	switch {
+	case o.Threshold*series.StallScale < series.PressureFloor || o.Threshold > 1:
+		return fmt.Errorf("pressure raise threshold %v: must be within [%v, 1] (the node agent writes nothing below %v)",
+			o.Threshold, float64(series.PressureFloor)/series.StallScale, float64(series.PressureFloor)/series.StallScale)
+	case o.Sustain < time.Second:
+		return fmt.Errorf("pressure raise sustain %v: must be ≥ 1s", o.Sustain)
+	}
+	return nil
+}
+
+const (
+	// pressureFresh: a sustained run whose newest reading is older than this raises no more
+	// (the pod was settling meanwhile and the pressure may be over).
+	pressureFresh = time.Minute
+	// pressureKeep is how long ended runs and raise marks are remembered.
+	pressureKeep = 15 * time.Minute
+)
+
+// pressureWatch is the controller's pressure fast-raise state; only the background loop
+// (leader) touches it.
+type pressureWatch struct {
+	src     PressureSource
+	opts    PressureOptions
+	tracker *pressureTracker
+	last    map[string]string // profile hash → last stream ID seen
+}
+
+// WithPressure makes the controller read the pressure streams of profiles with resize-mode
+// pods on every background tick (1s) and raise a container whose memory pressure stays
+// at or above o.Threshold for o.Sustain. Zero fields take the defaults.
+func (c *Controller) WithPressure(src PressureSource, o PressureOptions) *Controller {
+	if o.Threshold == 0 {
+		o.Threshold = DefaultPressureThreshold
+	}
+	if o.Sustain == 0 {
+		o.Sustain = DefaultPressureSustain
+	}
+	c.pressure = &pressureWatch{src: src, opts: o, tracker: newPressureTracker(o.Threshold, o.Sustain), last: map[string]string{}}
+	return c
+}
+
+// pollPressure reads the new pressure readings of every profile with resize-mode pods and
+// raises the containers whose pressure became sustained: interval and cooldown are
+// skipped, the guards (kill switch, dry-run, settling resize, QoS, node fit) are not.
+func (c *Controller) pollPressure(ctx context.Context) error {
+	w := c.pressure
+	if w == nil || w.src == nil {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	profiles := &ballastv1.WorkloadProfileList{}
+	if err := c.client.List(ctx, profiles); err != nil {
+		return err
+	}
+	now := c.now()
+	defer w.tracker.prune(now, pressureKeep)
+	for i := range profiles.Items {
+		wp := &profiles.Items[i]
+		hash := wp.Status.MeasurementHash
+		if hash == "" {
+			continue
+		}
+		pods := &corev1.PodList{}
+		if err := c.client.List(ctx, pods, client.MatchingFields{enrollment.ProfileRefIndex: wp.Name}); err != nil {
+			return err
+		}
+		byKey := map[string]*corev1.Pod{}
+		for j := range pods.Items {
+			p := &pods.Items[j]
+			if p.Labels[ballastv1.ModeLabel] == ballastv1.ModeResize && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
+				byKey[p.Namespace+"/"+p.Name] = p
+			}
+		}
+		if len(byKey) == 0 {
+			continue
+		}
+		recs, err := w.src.ReadPressure(ctx, hash, w.last[hash])
+		if err != nil {
+			return fmt.Errorf("reading the pressure stream of %s: %w", wp.Name, err)
+		}
+		changed := map[runKey]*corev1.Pod{}
+		for _, r := range recs {
+			w.last[hash] = r.ID
+			if r.Err != nil {
+				log.V(1).Info("skipping an unreadable pressure reading", "profile", wp.Name, "error", r.Err.Error())
+				continue
+			}
+			p := byKey[r.Reading.Pod]
+			if p == nil || now.Sub(r.Reading.At) > pressureKeep {
+				continue
+			}
+			k := runKey{uid: p.UID, container: r.Reading.Container}
+			if w.tracker.observe(k, r.Reading) {
+				changed[k] = p
+			}
+		}
+		for k, p := range changed {
+			run, ok := w.tracker.sustained(k)
+			if !ok || now.Sub(run.end) > pressureFresh {
+				continue
+			}
+			switch c.raiseOnPressure(ctx, wp, p, k.container, run) {
+			case raiseSent, raiseRefused:
+				w.tracker.restart(k, maxTime(now, run.end))
+			case raiseLater:
+				// Settling or failed: the next reading of the run tries again.
+			}
+		}
+	}
+	return nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// raiseResult says what a pressure raise attempt leaves to do.
+type raiseResult int
+
+const (
+	raiseSent    raiseResult = iota // sent (or logged in dry-run): a new run must build up
+	raiseRefused                    // not possible (no limit, QoS, at the node's size): same
+	raiseLater                      // not now (settling, kill switch, error): on the next reading
+)
+
+// raiseOnPressure raises one container's memory limit one OOM step (max(limit × 1.2,
+// limit + 100Mi), at most the node's allocatable memory), and its request with it when
+// they were equal, so the QoS class stays.
+func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.WorkloadProfile, pod *corev1.Pod, container string, run *pressureRun) raiseResult {
+	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "container", container,
+		"trigger", "pressure", "profile", wp.Name)
+	count := func(result string) { c.metrics.Raises.WithLabelValues("pressure", result).Inc() }
+	if Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
+		return raiseLater // never stack a resize on one that has not settled
+	}
+	if snap := c.state.Get(); snap.Active() {
+		count("kill_switch")
+		return raiseLater // planNode logs and counts the suppression
+	}
+	ctr := containerOf(pod, container)
+	if ctr == nil {
+		count("no_container")
+		return raiseRefused
+	}
+	lim, hasLim := ctr.Resources.Limits[corev1.ResourceMemory]
+	if !hasLim {
+		count("no_limit") // the stall comes from the node, not from a limit Ballast can raise
+		return raiseRefused
+	}
+	target := recommend.OOMBumpBytes(recommend.OOMEvent{Container: container, PeakBytes: lim.Value(), LimitBytes: lim.Value()})
+	node := &corev1.Node{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err == nil {
+		if alloc, ok := node.Status.Allocatable[corev1.ResourceMemory]; ok && alloc.Value() > 0 {
+			target = min(target, alloc.Value())
+		}
+	}
+	if target <= lim.Value() {
+		count("at_node_limit")
+		log.Info("sustained memory pressure, but the limit is already the node's allocatable memory", "limit", lim.String())
+		return raiseRefused
+	}
+	newLim := *resource.NewQuantity(target, resource.BinarySI)
+	ch := sizing.ContainerChanges{Name: ctr.Name, Limits: corev1.ResourceList{corev1.ResourceMemory: newLim}}
+	for _, lr := range longRunningChanges(pod) {
+		if lr.Name == ctr.Name {
+			ch.Sidecar, ch.Index = lr.Sidecar, lr.Index
+		}
+	}
+	if req, ok := ctr.Resources.Requests[corev1.ResourceMemory]; ok && req.Cmp(lim) == 0 {
+		ch.Requests = corev1.ResourceList{corev1.ResourceMemory: newLim}
+	}
+	after := pod.DeepCopy()
+	for _, t := range targetsOf(pod, []sizing.ContainerChanges{ch}) {
+		if c := containerOf(after, t.Name); c != nil {
+			c.Resources.Requests, c.Resources.Limits = t.Requests, t.Limits
+		}
+	}
+	if sizing.QoS(after) != sizing.QoS(pod) {
+		count("qos_pinned")
+		log.Info("fast raise would change the QoS class, skipped", "qos_current", sizing.QoS(pod), "qos_after", sizing.QoS(after))
+		return raiseRefused
+	}
+	th := c.pressure.opts
+	msg := fmt.Sprintf("container %s under sustained memory pressure: %.0f%% of the time stalled for %s (peak %.0f%%, %s; threshold %.0f%% for %s): memory limit raised in place from %s to %s",
+		container, 100*run.mean(), run.covered().Round(time.Second), 100*float64(run.peak)/series.StallScale, run.source,
+		100*th.Threshold, th.Sustain, lim.String(), newLim.String())
+	log.Info("fast raise under sustained memory pressure", "stalled_share", run.mean(), "stalled_for", run.covered().String(),
+		"source", run.source, "limit_before", lim.String(), "limit_after", newLim.String(), "dry_run", c.opts.DryRun)
+	pc := &profileCtx{profile: wp, now: c.now()}
+	if _, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: []sizing.ContainerChanges{ch}, why: "pressure"}}); err != nil {
+		count("error")
+		log.Error(err, "fast raise failed")
+		return raiseLater
+	}
+	if c.opts.DryRun {
+		count("dry_run")
+		return raiseSent
+	}
+	count("sent")
+	c.events.Raised(pod, msg)
+	return raiseSent
+}

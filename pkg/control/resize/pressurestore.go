@@ -1,0 +1,16 @@
+package resize
+
+import (
+	"context"
+
+	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+// ReadPressure implements PressureSource over the same lazy connection as ReadOOM.
+func (s *StoreOOM) ReadPressure(ctx context.Context, profile, afterID string) ([]store.PressureRecord, error) {
+	r, err := s.connect()
+	if err != nil {
+		return nil, err
+	}
+	return r.ReadPressure(ctx, profile, afterID)
+}
