@@ -65,6 +65,7 @@ type Controller struct {
 	events  *events.Recorder
 	log     logr.Logger
 	opts    Options
+	reloc   relocations // relocation memory (relocate.go)
 }
 
 // New returns the controller. reader serves every read (no API call); c writes.
