@@ -39,7 +39,9 @@ func TestRelocationMovesADeferredGrowth(t *testing.T) {
 	if err := sb.Client.Create(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sb.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	t.Cleanup(func() {
+		_ = sb.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
 	if err := sb.Client.Create(c, resizeSingleton(ns, app)); err != nil {
 		t.Fatal(err)
 	}
