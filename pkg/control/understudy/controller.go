@@ -66,6 +66,7 @@ type Controller struct {
 	log     logr.Logger
 	opts    Options
 	reloc   relocations // relocation memory (relocate.go)
+	optIns  optIns      // opt-in relocations in progress (optin.go)
 }
 
 // New returns the controller. reader serves every read (no API call); c writes.

@@ -111,19 +111,18 @@ func (r *Relocator) Relocate(ctx context.Context, pod *corev1.Pod, want corev1.R
 	if dep == "" {
 		return false, nil
 	}
-	key, ok := r.idx.Owner(types.NamespacedName{Namespace: pod.Namespace, Name: dep})
-	if !ok {
-		log.V(1).Info("not relocating: no Understudy covers the Deployment", "deployment", dep)
-		return false, nil
-	}
 	if snap := c.state.Get(); snap.Active() {
-		c.state.Suppress(log, snap, actionRelocate, "kill switch active: not relocating", "understudy", key.String())
+		c.state.Suppress(log, snap, actionRelocate, "kill switch active: not relocating", "deployment", dep)
 		return false, nil
 	}
 	now := c.clock.Now()
 	if c.reloc.blocked(pod.UID, now) {
-		log.Info("not relocating: a relocation of this pod was relaxed recently", "understudy", key.String())
+		log.Info("not relocating: a relocation of this pod was abandoned recently", "deployment", dep)
 		return false, nil
+	}
+	key, ok := r.idx.Owner(types.NamespacedName{Namespace: pod.Namespace, Name: dep})
+	if !ok {
+		return r.relocateOptIn(ctx, log, pod, dep, reason)
 	}
 	u := &ballastv1.Understudy{}
 	if err := c.reader.Get(ctx, key, u); err != nil {

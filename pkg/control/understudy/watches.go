@@ -86,6 +86,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, clk clock.PassiveClock, state 
 	if err := p.Controller.register(mgr, uc, idx); err != nil {
 		return nil, err
 	}
+	if err := p.Controller.registerOptIn(mgr, uc); err != nil {
+		return nil, err
+	}
 	mgr.GetWebhookServer().Register(ballastv1.EvictionWebhookPath, &admission.Webhook{Handler: p.Evictions})
 	return p, nil
 }
