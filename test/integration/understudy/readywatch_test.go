@@ -21,11 +21,15 @@ type readyEvents struct {
 	min, max int
 	events   int
 	both     time.Time // first event after which two pods were Ready
+	// old is the pod being replaced; created is when another pod was first seen, gone when
+	// old was first seen terminating or deleted.
+	old           string
+	created, gone time.Time
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
 
-func watchReady(t *testing.T, ns, app string) *readyEvents {
+func watchReady(t *testing.T, ns, app, old string) *readyEvents {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(sb.Kube.Config)
 	if err != nil {
@@ -37,7 +41,7 @@ func watchReady(t *testing.T, ns, app string) *readyEvents {
 		cancel()
 		t.Fatal(err)
 	}
-	r := &readyEvents{ready: map[string]bool{}, min: 1 << 30, cancel: cancel, done: make(chan struct{})}
+	r := &readyEvents{ready: map[string]bool{}, min: 1 << 30, old: old, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		defer w.Stop()
@@ -55,6 +59,12 @@ func watchReady(t *testing.T, ns, app string) *readyEvents {
 				}
 			}
 			r.events++
+			switch now := time.Now(); {
+			case p.Name != r.old && r.created.IsZero():
+				r.created = now
+			case p.Name == r.old && r.gone.IsZero() && (ev.Type == apiwatch.Deleted || p.DeletionTimestamp != nil):
+				r.gone = now
+			}
 			r.min, r.max = min(r.min, n), max(r.max, n)
 			if n >= 2 && r.both.IsZero() {
 				r.both = time.Now()

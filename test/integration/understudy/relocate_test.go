@@ -28,13 +28,23 @@ import (
 // hands it to the Understudy, which surges a stand-in sized at admission, lets it land on
 // the node with room and retires the old pod. A watcher proves at least one pod was Ready
 // throughout.
-func TestRelocationMovesADeferredGrowth(t *testing.T) { relocation(t, "team-reloc", "mover", false) }
+func TestRelocationMovesADeferredGrowth(t *testing.T) {
+	relocation(t, "team-reloc", "mover", false, false)
+}
 
 // TestRelocationOptIn is the same without an Understudy: the pod template opts in with
 // ballast.tightlinesoftware.com/relocate: "true" (SPEC §15.5, single replica only).
-func TestRelocationOptIn(t *testing.T) { relocation(t, "team-reloc-optin", "mover-optin", true) }
+func TestRelocationOptIn(t *testing.T) {
+	relocation(t, "team-reloc-optin", "mover-optin", true, false)
+}
 
-func relocation(t *testing.T, ns, app string, optIn bool) {
+// TestRelocationAtPlanTime: the node is full before the growth is planned, so the planner
+// never sends it; the ladder hands it to relocation at once (no Deferred, no DonorWait).
+func TestRelocationAtPlanTime(t *testing.T) {
+	relocation(t, "team-reloc-plan", "mover-plan", false, true)
+}
+
+func relocation(t *testing.T, ns, app string, optIn, fullFirst bool) {
 	c := ctx(t, 5*time.Minute)
 	defer uncordonAll(t, c)
 	first, second := sb.Nodes[0].Name, sb.Nodes[1].Name
@@ -67,15 +77,24 @@ func relocation(t *testing.T, ns, app string, optIn bool) {
 		wantPhase(t, c, ns, "guard", ballastv1.UnderstudyIdle)
 	}
 
-	// Usage 2 cpu: the recommendation is 2500m, the first in-place step 500m → 1500m.
-	feedProfile(t, c, old, 2000, 256<<20)
-	deferred := waitPodState(t, c, ns, old.Name, ballastv1.ResizeStateDeferred)
-	t.Logf("growth sent and Deferred: cpu request %s on %s", cpuRequest(deferred), first)
 	// The node fills up (a pod bound by nodeName, as a static pod would be): the growth
 	// cannot fit, and nothing on the node can be shrunk or preempted for it.
 	fill := filler(ns, first, "7")
-	if err := sb.Client.Create(c, fill); err != nil {
-		t.Fatal(err)
+	fillUp := func() {
+		if err := sb.Client.Create(c, fill); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fullFirst {
+		fillUp()
+	}
+	// Usage 2 cpu: the recommendation is 2500m, the first in-place step 500m → 1500m.
+	feedProfile(t, c, old, 2000, 256<<20)
+	deferred := old // the ask the node could not give: the Deferred spec, or the pod before
+	if !fullFirst {
+		deferred = waitPodState(t, c, ns, old.Name, ballastv1.ResizeStateDeferred)
+		t.Logf("growth sent and Deferred: cpu request %s on %s", cpuRequest(deferred), first)
+		fillUp()
 	}
 	// The next test must find the node empty again (the namespace goes asynchronously).
 	t.Cleanup(func() {
@@ -87,7 +106,7 @@ func relocation(t *testing.T, ns, app string, optIn bool) {
 	})
 
 	w := watch(ns, app, old.Name)
-	evs := watchReady(t, ns, app) // starts with the old pod's ADDED event: Ready 1
+	evs := watchReady(t, ns, app, old.Name) // starts with the old pod's ADDED event: Ready 1
 	start := time.Now()
 	var now *corev1.Pod
 	waitFor(t, c, "workload relocated to "+second, func() error {
@@ -108,11 +127,14 @@ func relocation(t *testing.T, ns, app string, optIn bool) {
 	moved := time.Since(start)
 	minReady, maxReady, samples := w.end()
 	evMin, evMax, events := evs.end()
-	t.Logf("relocated %s → %s (%s) %s after the node filled up (the ladder's 1m DonorWait included); Ready pods min %d max %d "+
+	t.Logf("relocated %s → %s (%s) %s after the node filled up (a Deferred growth waits out the ladder's 1m DonorWait first); Ready pods min %d max %d "+
 		"over %d samples (100 ms), min %d max %d over %d watch events", old.Name, now.Name, now.Spec.NodeName,
 		moved.Round(10*time.Millisecond), minReady, maxReady, samples, evMin, evMax, events)
-	if !w.second.IsZero() && !w.doomedEnd.IsZero() {
-		t.Logf("relocation wall time %s (stand-in first sampled → old pod sampled gone)", w.doomedEnd.Sub(w.second).Round(10*time.Millisecond))
+	if evs.created.IsZero() || evs.gone.IsZero() || evs.both.IsZero() {
+		t.Errorf("watch events: stand-in created %v, two Ready %v, old pod retired %v", evs.created, evs.both, evs.gone)
+	} else {
+		t.Logf("relocation wall time %s (stand-in created → old pod retired, by watch events); two pods Ready %s after the stand-in was created",
+			evs.gone.Sub(evs.created).Round(time.Millisecond), evs.both.Sub(evs.created).Round(time.Millisecond))
 	}
 	if minReady != 1 || evMin != 1 {
 		t.Errorf("minimum Ready pods during the relocation = %d sampled, %d by watch events; want 1", minReady, evMin)
@@ -124,7 +146,7 @@ func relocation(t *testing.T, ns, app string, optIn bool) {
 		t.Errorf("new pod on %s, want the node with room %s", now.Spec.NodeName, second)
 	}
 	// Sized by admission from the profile: at least the growth the first node could not give.
-	if got, want := now.Spec.Containers[0].Resources.Requests.Cpu(), deferred.Spec.Containers[0].Resources.Requests.Cpu(); got.Cmp(*want) < 0 {
+	if got, want := now.Spec.Containers[0].Resources.Requests.Cpu(), deferred.Spec.Containers[0].Resources.Requests.Cpu(); got.Cmp(*want) < 0 || fullFirst && got.Cmp(*want) == 0 {
 		t.Errorf("new pod cpu request %s, want at least the Deferred growth %s", got, want)
 	}
 	t.Logf("new pod cpu request %s (admission), old pod's Deferred ask %s, before %s", cpuRequest(now), cpuRequest(deferred), cpuRequest(old))
