@@ -25,8 +25,8 @@ type readyEvents struct {
 	// old was first seen terminating or deleted.
 	old           string
 	created, gone time.Time
-	cancel   context.CancelFunc
-	done     chan struct{}
+	cancel        context.CancelFunc
+	done          chan struct{}
 }
 
 func watchReady(t *testing.T, ns, app, old string) *readyEvents {
