@@ -65,6 +65,7 @@ func (s *Sandbox) StartReplica(ctx context.Context, name string, webhookPort int
 	args := withFlag(first.cmd.Args[1:], "--leader-elect", "true")
 	args = withFlag(args, "--webhook-port", strconv.Itoa(webhookPort))
 	args = withFlag(args, "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(health))
+	args = withFlag(args, "--metrics-bind-address", "0")
 	p, err := startProc(s.Opts.Dir, name, first.cmd.Path, args...)
 	if err != nil {
 		return nil, err

@@ -167,6 +167,13 @@ func relocation(t *testing.T, ns, app string, optIn, fullFirst bool) {
 			t.Errorf("status %+v: want lastSurgeTime and lastReleaseTime", u.Status)
 		}
 	}
+	waitFor(t, c, `ballast_resize_outcome_total{outcome="relocated"} counted`, func() error {
+		n, err := counter(c, "ballast_resize_outcome_total", map[string]string{"outcome": "relocated", "namespace": ns})
+		if err != nil || n != 1 {
+			return fmt.Errorf("%v (%v), want 1", n, err)
+		}
+		return nil
+	})
 	waitFor(t, c, "Relocated and ladder events on the old pod", func() error {
 		var evs corev1.EventList
 		if err := sb.Client.List(c, &evs, client.InNamespace(ns)); err != nil {
