@@ -46,7 +46,9 @@ type Sandbox struct {
 	procs     []*harness.Proc
 	restarts  int    // ballast-control restarts (StartControl)
 	healthURL string // ballast-control's /readyz
-	cancel    context.CancelFunc
+	// MetricsURL is ballast-control's Prometheus endpoint (plain HTTP, loopback).
+	MetricsURL string
+	cancel     context.CancelFunc
 }
 
 const operatorNS = "ballast-system"
@@ -226,11 +228,14 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 		return err
 	}
 	s.healthURL = fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
+	metrics, _ := harness.FreePort()
+	s.MetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
 	p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), "ballast-control", s.Opts.ControlBin, "--kubeconfig", kc,
 		"--leader-elect=false", "--operator-namespace", operatorNS, "--redis-url", s.Valkey.URL(),
 		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(port), "--webhook-dns-names", "127.0.0.1",
 		"--webhook-cert-path", filepath.Join(s.Opts.Dir, "webhook-certs"), "--webhook-config-name", "ballast",
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(health), "--metrics-bind-address", "0",
+		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(health),
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metrics), "--metrics-secure=false",
 		"--log-format", "text", "--log-level", "debug")
 	if err != nil {
 		return err

@@ -197,6 +197,10 @@ func (n *Node) simulateResize(ctx context.Context, p *corev1.Pod) {
 	if p.Status.Phase != corev1.PodRunning || !p.DeletionTimestamp.IsZero() {
 		return
 	}
+	if defers(p) {
+		n.deferResize(ctx, p)
+		return
+	}
 	changed := p.Status.ObservedGeneration < p.Generation
 	for i := range p.Status.ContainerStatuses {
 		cs := &p.Status.ContainerStatuses[i]

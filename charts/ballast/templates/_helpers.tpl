@@ -189,6 +189,13 @@ seccompProfile:
 {{- end }}
 {{- if not .Values.understudy.enabled }}
 - --understudy=false
+{{- else }}
+{{- with .Values.understudy.doomTaints }}
+- --understudy-doom-taints={{ join "," . }}
+{{- end }}
+{{- with .Values.understudy.involuntaryTaints }}
+- --understudy-involuntary-taints={{ join "," . }}
+{{- end }}
 {{- end }}
 {{- end -}}
 

@@ -115,6 +115,10 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		if cs.Understudy, err = understudy.Setup(ctx, mgr, d.Clock, d.State, d.Registry, d.Events, d.log(ComponentUnderstudy), o.understudy()); err != nil {
 			return nil, fmt.Errorf("setting up understudy: %w", err)
 		}
+		// The Deferred ladder's rung 3 (SPEC §15.5): resize hands over, Understudy relocates
+		// and reports the outcome back; neither package imports the other.
+		cs.Resize.SetRelocator(cs.Understudy.Relocator)
+		cs.Understudy.Relocator.SetRecorder(cs.Resize)
 	}
 	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles, cs.Resize}
 	for _, r := range regs {

@@ -127,6 +127,12 @@ func (c *Controller) relocate(ctx context.Context, pod *corev1.Pod, ts []Contain
 		return false, nil
 	}
 	want := Planned(pod, Overrides(ts)).List()
+	if c.opts.DryRun {
+		// A relocation scales a Deployment: nothing is sent in dry-run (SPEC §10.3).
+		ctrl.LoggerFrom(ctx).Info("dry-run: would hand the growth to relocation", "dry_run", true, "rung", RungRelocate, "pod", pod.Name, "why", why)
+		c.metrics.Ladder.WithLabelValues(string(RungRelocate), "dry_run").Inc()
+		return true, nil
+	}
 	took, err := c.opts.Relocator.Relocate(ctx, pod, want, why)
 	switch {
 	case err != nil:

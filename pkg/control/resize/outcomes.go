@@ -127,7 +127,9 @@ func (c *Controller) escalate(ctx context.Context, pod *corev1.Pod, now time.Tim
 	c.metrics.Ladder.WithLabelValues(string(RungHandOver), "refused").Inc()
 	ctrl.LoggerFrom(ctx).Info("not handing the Deferred growth over to scheduler preemption", "rung", RungHandOver, "pod", pod.Name, "why", why)
 	if took, err := c.relocate(ctx, pod, specTargets(pod), why); took || err != nil {
-		return reconcile.Result{}, err
+		// Look again later: a relocation that is abandoned leaves the pod Deferred, and the
+		// Relocator then declines it, so rung 4 caps it.
+		return reconcile.Result{RequeueAfter: c.opts.HandOverWait}, err
 	}
 	return c.capDeferred(ctx, pod, why)
 }

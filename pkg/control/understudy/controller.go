@@ -65,6 +65,8 @@ type Controller struct {
 	events  *events.Recorder
 	log     logr.Logger
 	opts    Options
+	reloc   relocations // relocation memory (relocate.go)
+	optIns  optIns      // opt-in relocations in progress (optin.go)
 }
 
 // New returns the controller. reader serves every read (no API call); c writes.

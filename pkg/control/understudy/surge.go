@@ -106,7 +106,8 @@ func (c *Controller) surging(ctx context.Context, log logr.Logger, u *ballastv1.
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	withdrawn := !signalled && u.Status.BlockedSince == nil
+	// A relocation dooms the pod, not its node: no node signal is expected.
+	withdrawn := !signalled && u.Status.BlockedSince == nil && !relocating(st)
 	if podGone(doomedPod) || withdrawn {
 		why := "doomed pod " + st.DoomedPod + " is gone"
 		if !podGone(doomedPod) {
@@ -124,7 +125,9 @@ func (c *Controller) surging(ctx context.Context, log logr.Logger, u *ballastv1.
 	if err := c.markDoomed(ctx, doomedPod); err != nil {
 		return reconcile.Result{}, err
 	}
-	if want := *st.OriginalReplicas + ballastv1.UnderstudySurge(u.Spec); replicas(t.dep) != want {
+	// A relocation in Releasing is retiring the old pod: never raise the replicas again.
+	retiring := relocating(st) && st.Phase == ballastv1.UnderstudyReleasing
+	if want := *st.OriginalReplicas + ballastv1.UnderstudySurge(u.Spec); replicas(t.dep) != want && !retiring {
 		if err := c.patchReplicas(ctx, t, want); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -135,6 +138,9 @@ func (c *Controller) surging(ctx context.Context, log logr.Logger, u *ballastv1.
 	}
 	deadline := st.LastSurgeTime.Add(time.Duration(ballastv1.UnderstudyReadinessDeadline(u.Spec)) * time.Second)
 	minSurge := time.Duration(ballastv1.UnderstudyMinSurgeTime(u.Spec)) * time.Second
+	if relocating(st) {
+		return c.relocationStep(ctx, log, u, st, t, doomedPod, standIn, deadline)
+	}
 	switch {
 	case st.Phase == ballastv1.UnderstudySurging && standIn != "":
 		st.Phase, st.BlockedSince = ballastv1.UnderstudyReleasing, nil

@@ -36,6 +36,8 @@ type Parts struct {
 	Evictions  *Evictions
 	Index      *Index
 	Cache      cache.Cache
+	// Relocator is the resize ladder's rung 3 (SPEC §15.5), leader only.
+	Relocator *Relocator
 }
 
 // Setup builds Understudy on mgr: a cache of its own (every pod, unlike the manager's
@@ -80,7 +82,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, clk clock.PassiveClock, state 
 	p := &Parts{Index: idx, Cache: uc,
 		Controller: New(clk, uc, mgr.GetClient(), state, m, ev, log, o),
 		Evictions:  NewEvictions(clk, uc, mgr.GetClient(), idx, state, m, ev, log, o)}
+	p.Relocator = NewRelocator(p.Controller, idx)
 	if err := p.Controller.register(mgr, uc, idx); err != nil {
+		return nil, err
+	}
+	if err := p.Controller.registerOptIn(mgr, uc); err != nil {
 		return nil, err
 	}
 	mgr.GetWebhookServer().Register(ballastv1.EvictionWebhookPath, &admission.Webhook{Handler: p.Evictions})

@@ -159,11 +159,11 @@ type watcher struct {
 	min, max int
 	samples  int
 	// doomed is a pod to follow; doomedEnd is when it was first seen terminating or gone,
-	// standIn when two pods were first Ready at once.
-	doomed             string
-	doomedEnd, standIn time.Time
-	stop               chan struct{}
-	done               chan struct{}
+	// standIn when two pods were first Ready at once, second when two pods first existed.
+	doomed                     string
+	doomedEnd, standIn, second time.Time
+	stop                       chan struct{}
+	done                       chan struct{}
 }
 
 func watch(ns, app string, doomed ...string) *watcher {
@@ -189,6 +189,9 @@ func watch(ns, app string, doomed ...string) *watcher {
 				w.min, w.max, w.samples = min(w.min, n), max(w.max, n), w.samples+1
 				if w.doomed != "" && !alive && w.doomedEnd.IsZero() {
 					w.doomedEnd = time.Now()
+				}
+				if len(ps) >= 2 && w.second.IsZero() {
+					w.second = time.Now()
 				}
 				if n >= 2 && w.standIn.IsZero() {
 					w.standIn = time.Now()

@@ -1,0 +1,61 @@
+package resize
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/config"
+)
+
+// takes is a Relocator that takes every pod (the real one is Understudy's).
+type takes struct{ n int }
+
+func (t *takes) Relocate(context.Context, *corev1.Pod, corev1.ResourceList, string) (bool, error) {
+	t.n++
+	return true, nil
+}
+
+func relocPod() *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web-a",
+		Annotations: map[string]string{ballastv1.PolicyRefAnnotation: "team/p", ballastv1.ProfileRefAnnotation: "prof"}}}
+}
+
+func TestRelocatedRecordsEventAndOutcome(t *testing.T) {
+	rec := record.NewFakeRecorder(4)
+	m := NewMetrics(prometheus.NewRegistry(), nil)
+	c := New(nil, nil, config.NewState(nil), nil, m, NewEvents(rec), nil, Options{})
+	c.Relocated(relocPod(), "web-b", "n2")
+	if n := testutil.ToFloat64(m.Outcome.WithLabelValues(OutcomeRelocated, "team/p", "team", "prof")); n != 1 {
+		t.Errorf("outcome{relocated} = %v, want 1", n)
+	}
+	ev := <-rec.Events
+	if !strings.HasPrefix(ev, "Normal Relocated ") || !strings.Contains(ev, "web-b") || !strings.Contains(ev, "n2") {
+		t.Errorf("event %q", ev)
+	}
+}
+
+func TestRelocateRung(t *testing.T) {
+	ctx := context.Background()
+	m := NewMetrics(prometheus.NewRegistry(), nil)
+	c := New(nil, nil, config.NewState(nil), nil, m, Events{}, nil, Options{})
+	if took, err := c.relocate(ctx, relocPod(), nil, "x"); took || err != nil {
+		t.Errorf("no Relocator: took %v, %v", took, err)
+	}
+	r := &takes{}
+	c.SetRelocator(r)
+	if took, err := c.relocate(ctx, relocPod(), nil, "x"); !took || err != nil || r.n != 1 {
+		t.Errorf("with a Relocator: took %v, %v, calls %d", took, err, r.n)
+	}
+	dry := New(nil, nil, config.NewState(nil), nil, NewMetrics(prometheus.NewRegistry(), nil), Events{}, nil, Options{DryRun: true, Relocator: r})
+	if took, _ := dry.relocate(ctx, relocPod(), nil, "x"); !took || r.n != 1 {
+		t.Errorf("dry-run: took %v, Relocator called %d times (want not called)", took, r.n)
+	}
+}
