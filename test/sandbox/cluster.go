@@ -33,6 +33,17 @@ type Options struct {
 	Readiness ballastv1.Readiness
 	// Progress receives one line per step.
 	Progress io.Writer
+	// AgentlessNodes is how many of the nodes (the last ones) run no ballast-node, like
+	// serverless or virtual nodes.
+	AgentlessNodes int
+	// MetricsServer runs the real metrics-server (bin/metrics-server) scraping the kubelet
+	// stand-ins' /metrics/resource, registered as the metrics.k8s.io APIService; the API
+	// server is started with the aggregation layer on.
+	MetricsServer bool
+	// MetricsResolution is metrics-server's --metric-resolution (default 10s, its minimum).
+	MetricsResolution time.Duration
+	// ControlArgs are extra ballast-control flags.
+	ControlArgs []string
 }
 
 // Sandbox is a running sandbox.
@@ -43,7 +54,9 @@ type Sandbox struct {
 	Client client.Client // cached-free admin client
 	Nodes  []*Node
 
-	procs     []*proc
+	procs         []*proc
+	agents        map[string]*proc // ballast-node per node name
+	metricsServer *proc
 	restarts  int    // ballast-control restarts (StartControl)
 	healthURL string // ballast-control's /readyz
 	cancel    context.CancelFunc
@@ -62,7 +75,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	s = &Sandbox{Opts: o}
+	s = &Sandbox{Opts: o, agents: map[string]*proc{}}
 	defer func() {
 		if err != nil {
 			s.Stop()
@@ -73,7 +86,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	s.cancel = cancel
 
 	s.logf("starting etcd and kube-apiserver v1.37.2 on loopback")
-	if s.Kube, err = harness.StartKube(harness.KubeOptions{WithoutCRDs: true}); err != nil {
+	if s.Kube, err = harness.StartKube(harness.KubeOptions{WithoutCRDs: true, Aggregation: o.MetricsServer}); err != nil {
 		return s, err
 	}
 	s.Client = s.Kube.Client
@@ -107,15 +120,15 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 
 	for i := 0; i < o.Nodes; i++ {
 		name := fmt.Sprintf("sim-node-%d", i+1)
-		n, err := newNode(ctx, s.Client, o.Dir, name)
+		n, err := newNode(ctx, s.Client, o.Dir, name, s.Kube.ClientCAFile())
 		if err != nil {
 			return s, err
 		}
 		s.Nodes = append(s.Nodes, n)
 		go n.run(rctx, time.Second)
 		s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
-		if o.NodeBin == "" {
-			continue // API-side only (the sandbox's own tests)
+		if o.NodeBin == "" || i >= o.Nodes-o.AgentlessNodes {
+			continue // API-side only (the sandbox's own tests), or a node without an agent
 		}
 		if err := s.startAgent(kc, n); err != nil {
 			return s, err
@@ -123,6 +136,12 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	}
 	if err := poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
+	}
+	if o.MetricsServer {
+		s.logf("starting metrics-server and registering %s", MetricsAPIService)
+		if err := s.startMetricsServer(ctx, kc); err != nil {
+			return s, err
+		}
 	}
 	s.logf("sandbox ready: KUBECONFIG=%s %s get nodes", abs(kc), abs(filepath.Join(harness.BinDir(), "kubectl")))
 	return s, nil
@@ -226,12 +245,13 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 		return err
 	}
 	s.healthURL = fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
-	p, err := startProc(s.Opts.Dir, "ballast-control", s.Opts.ControlBin, "--kubeconfig", kc,
+	args := []string{"--kubeconfig", kc,
 		"--leader-elect=false", "--operator-namespace", operatorNS, "--redis-url", s.Valkey.URL(),
 		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(port), "--webhook-dns-names", "127.0.0.1",
 		"--webhook-cert-path", filepath.Join(s.Opts.Dir, "webhook-certs"), "--webhook-config-name", "ballast",
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(health), "--metrics-bind-address", "0",
-		"--log-format", "text", "--log-level", "debug")
+		"--log-format", "text", "--log-level", "debug"}
+	p, err := startProc(s.Opts.Dir, "ballast-control", s.Opts.ControlBin, append(args, s.Opts.ControlArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -252,6 +272,7 @@ func (s *Sandbox) startAgent(kc string, n *Node) error {
 		return err
 	}
 	s.procs = append(s.procs, p)
+	s.agents[n.Name] = p
 	return nil
 }
 
