@@ -57,9 +57,9 @@ type Sandbox struct {
 	procs         []*proc
 	agents        map[string]*proc // ballast-node per node name
 	metricsServer *proc
-	restarts  int    // ballast-control restarts (StartControl)
-	healthURL string // ballast-control's /readyz
-	cancel    context.CancelFunc
+	restarts      int    // ballast-control restarts (StartControl)
+	healthURL     string // ballast-control's /readyz
+	cancel        context.CancelFunc
 }
 
 const operatorNS = "ballast-system"
@@ -249,7 +249,7 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 		"--leader-elect=false", "--operator-namespace", operatorNS, "--redis-url", s.Valkey.URL(),
 		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(port), "--webhook-dns-names", "127.0.0.1",
 		"--webhook-cert-path", filepath.Join(s.Opts.Dir, "webhook-certs"), "--webhook-config-name", "ballast",
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(health), "--metrics-bind-address", "0",
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(health), "--metrics-bind-address", "0",
 		"--log-format", "text", "--log-level", "debug"}
 	p, err := startProc(s.Opts.Dir, "ballast-control", s.Opts.ControlBin, append(args, s.Opts.ControlArgs...)...)
 	if err != nil {

@@ -99,7 +99,7 @@ func newNode(ctx context.Context, c client.Client, dir, name, clientCA string) (
 		// The stand-in's address and port, where metrics-server finds a kubelet
 		// (--kubelet-preferred-address-types=InternalIP, --kubelet-use-node-status-port).
 		Status: corev1.NodeStatus{Capacity: nodeCapacity, Allocatable: nodeCapacity,
-			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: name}},
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: name}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(n.Kubelet.Listener.Addr().(*net.TCPAddr).Port)}}}}
 	if err := c.Create(ctx, node); err != nil {
 		return nil, fmt.Errorf("creating node %s: %w", name, err)
