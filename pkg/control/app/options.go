@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/logging"
@@ -45,6 +46,10 @@ type Options struct {
 	UnderstudyDoomTaints, UnderstudyInvoluntaryTaints string
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on owners.
 	PredictedRequests bool
+	// Fallback measures enrolled pods on nodes without a live node agent through
+	// metrics.k8s.io, polled every FallbackInterval.
+	Fallback         bool
+	FallbackInterval time.Duration
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -66,6 +71,8 @@ func NewOptions() *Options {
 		HealthProbeBindAddress: ":8081",
 		LeaderElect:            true,
 		Understudy:             true,
+		Fallback:               true,
+		FallbackInterval:       30 * time.Second,
 		WebhookCertName:        "tls.crt",
 		WebhookCertKey:         "tls.key",
 		WebhookPort:            ballastv1.WebhookPort,
@@ -108,6 +115,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
 	fs.BoolVar(&o.PredictedRequests, "predicted-requests-annotation", o.PredictedRequests, "publish autoscaling.k8s.io/predicted-pod-requests (Karpenter's in-place RFC) on the Deployments and StatefulSets of sized pods; needs get and patch on them")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
+	fs.BoolVar(&o.Fallback, "fallback", o.Fallback, "measure enrolled pods on nodes without a live node agent through metrics.k8s.io (needs metrics-server or another provider, and get/list on pods.metrics.k8s.io)")
+	fs.DurationVar(&o.FallbackInterval, "fallback-interval", o.FallbackInterval, "how often metrics.k8s.io is read for pods on nodes without a live node agent (each reading is written once; the metrics API's own resolution bounds the sample rate)")
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
@@ -139,6 +148,9 @@ func (o *Options) Validate() error {
 	}
 	if o.OperatorNamespace == "" {
 		errs = append(errs, errors.New("--operator-namespace must not be empty"))
+	}
+	if o.FallbackInterval < time.Second {
+		errs = append(errs, fmt.Errorf("--fallback-interval %v: must be at least 1s", o.FallbackInterval))
 	}
 	return errors.Join(errs...)
 }

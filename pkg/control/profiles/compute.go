@@ -93,6 +93,7 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	c.problems.changed(policyName, "")
 	wasMet := wp.Status.MeetsThreshold
 	res.ApplyTo(next)
+	c.applyFallback(wp.Name, next, series.Fallback, wp.Generation, now)
 	switch {
 	case !wasMet && next.MeetsThreshold:
 		c.metrics.ThresholdMet.WithLabelValues(policyName, wp.Name).Inc()
