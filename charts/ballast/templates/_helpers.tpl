@@ -187,6 +187,11 @@ seccompProfile:
 {{- else }}
 - --leader-elect=false
 {{- end }}
+{{- if not .Values.fallback.enabled }}
+- --fallback=false
+{{- else if ne (toString .Values.fallback.interval) "30s" }}
+- --fallback-interval={{ .Values.fallback.interval }}
+{{- end }}
 {{- if not .Values.understudy.enabled }}
 - --understudy=false
 {{- end }}
