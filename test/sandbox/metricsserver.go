@@ -136,3 +136,11 @@ func (s *Sandbox) StartAgent(node string) error {
 	}
 	return fmt.Errorf("no node %s", node)
 }
+
+// ControlAlive reports an error when ballast-control is not running.
+func (s *Sandbox) ControlAlive() error {
+	if s.control() == nil {
+		return fmt.Errorf("ballast-control is not running (see %s)", s.Logs())
+	}
+	return nil
+}

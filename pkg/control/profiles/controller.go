@@ -17,8 +17,8 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
-	"github.com/ballastk8s/ballast/pkg/control/fallback"
 	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/fallback"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/identity"
 	"github.com/ballastk8s/ballast/pkg/store"

@@ -16,6 +16,18 @@ import (
 // it profiles show only the fallback share their store history holds.
 func (c *Controller) SetFallback(v fallback.View) { c.fallback = v }
 
+// collectionInterval is the cadence the Ready condition (samples in the latest collection
+// cycle, SPEC §4.4) expects: the sampling interval, or, while some of the profile's pods are
+// measured through metrics.k8s.io, that API's resolution and the fallback's polling
+// interval if longer, so a fallback-fed profile is not reported as missing samples between
+// two readings. The readiness gates (samples, span, CV) are unchanged.
+func (c *Controller) collectionInterval(name string, interval time.Duration, share store.FallbackShare) time.Duration {
+	if c.fallback == nil || c.fallback.Coverage(name).UncoveredPods == 0 {
+		return interval
+	}
+	return max(interval, share.Resolution, c.fallback.Interval())
+}
+
 // applyFallback writes status.fallback and the AgentCoverage condition: which share of the
 // retained samples came through metrics.k8s.io and at what resolution, and, while some
 // bound pods run on nodes without a live agent, whether anything measures them.
