@@ -19,8 +19,8 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
-	"github.com/ballastk8s/ballast/pkg/control/fallback"
 	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/fallback"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/policies"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
@@ -134,7 +134,15 @@ func newFallback(mgr ctrl.Manager, o *Options, d Deps) (*fallback.Controller, er
 	if err != nil {
 		return nil, err
 	}
-	return fallback.New(d.Clock, mgr.GetClient(), d.State, store.NewProfileReader(o.RedisURL), api,
+	fb := fallback.New(d.Clock, mgr.GetClient(), d.State, store.NewProfileReader(o.RedisURL), api,
 		fallback.NewMetrics(d.Registry), d.Events, d.log(ComponentCollector).WithName("fallback"),
-		fallback.Options{Enabled: o.Fallback, Interval: o.FallbackInterval}), nil
+		fallback.Options{Enabled: o.Fallback, Interval: o.FallbackInterval, EphemeralStorage: o.FallbackEphemeralStorage})
+	if o.FallbackEphemeralStorage {
+		sum, err := fallback.NewSummaryAPI(mgr.GetConfig())
+		if err != nil {
+			return nil, err
+		}
+		fb.WithSummary(sum)
+	}
+	return fb, nil
 }

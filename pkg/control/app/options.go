@@ -50,6 +50,9 @@ type Options struct {
 	// metrics.k8s.io, polled every FallbackInterval.
 	Fallback         bool
 	FallbackInterval time.Duration
+	// FallbackEphemeralStorage reads those pods' ephemeral storage from the kubelet Summary
+	// API through the API server's node proxy (get on nodes/proxy).
+	FallbackEphemeralStorage bool
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -117,6 +120,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
 	fs.BoolVar(&o.Fallback, "fallback", o.Fallback, "measure enrolled pods on nodes without a live node agent through metrics.k8s.io (needs metrics-server or another provider, and get/list on pods.metrics.k8s.io)")
 	fs.DurationVar(&o.FallbackInterval, "fallback-interval", o.FallbackInterval, "how often metrics.k8s.io is read for pods on nodes without a live node agent (each reading is written once; the metrics API's own resolution bounds the sample rate)")
+	fs.BoolVar(&o.FallbackEphemeralStorage, "fallback-ephemeral-storage", o.FallbackEphemeralStorage, "with --fallback, also read ephemeral storage of those pods from the kubelet Summary API through the node proxy (needs get on nodes/proxy)")
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")

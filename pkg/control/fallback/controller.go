@@ -45,6 +45,10 @@ type Options struct {
 	// Interval is how often metrics.k8s.io is read (each distinct reading is written once,
 	// so polling faster than the metrics API's resolution only shortens the delay).
 	Interval time.Duration
+	// EphemeralStorage also reads those pods' ephemeral storage from the kubelet Summary
+	// API through the API server's node proxy (needs get on nodes/proxy, which also allows
+	// far more than reading stats; off by default). Off, it is not measured for them.
+	EphemeralStorage bool
 }
 
 // Controller is the fallback source. It runs on the leader only.
@@ -54,6 +58,7 @@ type Controller struct {
 	state  *config.State
 	store  Store
 	api    MetricsAPI
+	sum    SummaryAPI // nil unless Options.EphemeralStorage
 	m      *Metrics
 	events *events.Recorder
 	log    logr.Logger
@@ -61,8 +66,12 @@ type Controller struct {
 
 	mu     sync.Mutex
 	pods   map[string]*podState // by pod UID
+	eph    map[string]*podState // ephemeral-storage points by pod UID (Options.EphemeralStorage)
 	view   viewState
 	logged string // the last problem logged, so each is logged once per change
+	// resolution is the coarsest metrics.k8s.io window seen (metrics-server's default
+	// until a reading says otherwise).
+	resolution time.Duration
 }
 
 // New returns the controller.
@@ -72,7 +81,13 @@ func New(clk clock.PassiveClock, c client.Client, st *config.State, s Store, api
 		o.Interval = 30 * time.Second
 	}
 	return &Controller{clock: clk, client: c, state: st, store: s, api: api, m: m, events: ev, log: log, o: o,
-		pods: map[string]*podState{}, view: viewState{profiles: map[string]ProfileCoverage{}}}
+		pods: map[string]*podState{}, eph: map[string]*podState{}, view: viewState{profiles: map[string]ProfileCoverage{}}, resolution: time.Minute}
+}
+
+// WithSummary sets the node-proxy Summary reader of Options.EphemeralStorage.
+func (c *Controller) WithSummary(s SummaryAPI) *Controller {
+	c.sum = s
+	return c
 }
 
 // Register adds the controller to the manager (leader only).
@@ -148,16 +163,17 @@ func (c *Controller) Cycle(ctx context.Context) error {
 		return err
 	}
 	uncovered := map[string]int{}
-	need := false
+	needNodes := map[string]bool{}
 	for _, ep := range pods {
 		node := ep.pod.Spec.NodeName
 		if !covered[node] {
 			uncovered[ep.profile]++
 		}
-		if !covered[node] || stale(hbs[node], now) {
-			need = true
+		if !covered[node] || stale(hbs[node], now) || c.justStarted(hbs[node], now) {
+			needNodes[node] = true
 		}
 	}
+	need := len(needNodes) > 0
 	c.m.uncoveredPods.Set(float64(sum(uncovered)))
 	if !c.o.Enabled {
 		c.setView(uncovered, APIDisabled, "")
@@ -168,22 +184,26 @@ func (c *Controller) Cycle(ctx context.Context) error {
 		c.setView(uncovered, c.currentAPIState(), "")
 		return nil
 	}
+	if err := c.loadCursors(ctx, pods); err != nil {
+		return err
+	}
+	var ephErr error
+	if c.o.EphemeralStorage {
+		ephErr = c.measureEphemeral(ctx, now, hbs, pods, needNodes)
+	}
 	readings, err := c.api.PodMetrics(ctx)
 	if err != nil {
 		state, msg := classify(err)
 		c.apiTransition(ctx, state, msg)
 		c.setView(uncovered, state, msg)
 		if state == APIUnavailable {
-			return nil // said once by the event and the condition; not a cycle error
+			return ephErr // said once by the event and the condition; not a cycle error
 		}
-		return fmt.Errorf("reading metrics.k8s.io: %w", err)
+		return errors.Join(fmt.Errorf("reading metrics.k8s.io: %w", err), ephErr)
 	}
 	c.apiTransition(ctx, APIServed, "")
 	c.setView(uncovered, APIServed, "")
-	if err := c.loadCursors(ctx, pods); err != nil {
-		return err
-	}
-	return c.measure(ctx, now, hbs, pods, readings)
+	return errors.Join(c.measure(ctx, now, hbs, pods, readings), ephErr)
 }
 
 // stale reports that a live heartbeat was not refreshed for more than one flush interval:
@@ -191,6 +211,16 @@ func (c *Controller) Cycle(ctx context.Context) error {
 // the heartbeat either covers them or expires).
 func stale(hb series.Heartbeat, now time.Time) bool {
 	return hb.TTL <= 0 || now.Sub(hb.At) > hb.TTL/3+hb.TTL/6
+}
+
+// justStarted reports that the node's agent (re)started so recently that metrics.k8s.io may
+// still serve a reading from before its first sampling turn: the fallback keeps reading
+// until that reading (the fallback's, as no agent measured it) cannot be served any more.
+func (c *Controller) justStarted(hb series.Heartbeat, now time.Time) bool {
+	c.mu.Lock()
+	res := c.resolution
+	c.mu.Unlock()
+	return now.Sub(hb.Since) < c.o.Interval+2*res
 }
 
 func sum(m map[string]int) int {
@@ -251,9 +281,11 @@ func longRunning(p *corev1.Pod) map[string]bool {
 func (c *Controller) holding() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, ps := range c.pods {
-		if len(ps.pending) > 0 {
-			return true
+	for _, states := range []map[string]*podState{c.pods, c.eph} {
+		for _, ps := range states {
+			if len(ps.pending) > 0 {
+				return true
+			}
 		}
 	}
 	return false
@@ -266,8 +298,9 @@ func (c *Controller) forgetGone(ctx context.Context, pods map[string]enrolledPod
 	var gone []string
 	for uid := range c.pods {
 		if _, ok := pods[uid]; !ok {
-			gone = append(gone, uid)
+			gone = append(gone, uid, uid+ephemeralSuffix)
 			delete(c.pods, uid)
+			delete(c.eph, uid)
 		}
 	}
 	c.mu.Unlock()
@@ -279,17 +312,18 @@ func (c *Controller) forgetGone(ctx context.Context, pods map[string]enrolledPod
 // loadCursors reads the stored cursors of pods seen for the first time.
 func (c *Controller) loadCursors(ctx context.Context, pods map[string]enrolledPod) error {
 	c.mu.Lock()
-	var fresh []string
+	var fresh, fields []string
 	for uid := range pods {
 		if c.pods[uid] == nil {
 			fresh = append(fresh, uid)
+			fields = append(fields, uid, uid+ephemeralSuffix)
 		}
 	}
 	c.mu.Unlock()
 	if len(fresh) == 0 {
 		return nil
 	}
-	cur, err := c.store.FallbackCursors(ctx, fresh)
+	cur, err := c.store.FallbackCursors(ctx, fields)
 	if err != nil {
 		return err
 	}
@@ -297,69 +331,7 @@ func (c *Controller) loadCursors(ctx context.Context, pods map[string]enrolledPo
 	defer c.mu.Unlock()
 	for _, uid := range fresh {
 		c.pods[uid] = &podState{cursor: cur[uid]}
-	}
-	return nil
-}
-
-// measure offers the readings to their pods, decides every held point and writes the
-// fallback's share through the store.
-func (c *Controller) measure(ctx context.Context, now time.Time, hbs map[string]series.Heartbeat,
-	pods map[string]enrolledPod, readings []Reading) error {
-	byName := make(map[string]string, len(pods))
-	for uid, ep := range pods {
-		byName[ep.pod.Namespace+"/"+ep.pod.Name] = uid
-	}
-	retention := ballastv1.DefaultRetentionWindow
-	if snap := c.state.Get(); snap.Config != nil {
-		retention, _ = ballastv1.RetentionWindow(*snap.Config)
-	}
-	window := series.DefaultLayout(retention).Window
-	var ups []series.WindowUpdate
-	cursors := map[string]time.Time{}
-	written := map[string]decision{}
-	c.mu.Lock()
-	for _, r := range readings {
-		uid, ok := byName[r.Namespace+"/"+r.Name]
-		if !ok || c.pods[uid] == nil {
-			continue
-		}
-		c.pods[uid].offer(r.point)
-	}
-	for uid, ps := range c.pods {
-		ep := pods[uid]
-		if len(ps.pending) == 0 || ep.hash == "" {
-			continue
-		}
-		node := ep.pod.Spec.NodeName
-		hb, known := hbs[node]
-		d := ps.decide(hb, known, now)
-		c.m.decided(d)
-		if len(d.write) == 0 {
-			continue
-		}
-		ups = append(ups, windowUpdates(ep.hash, d.write, ep.containers, window)...)
-		cursors[uid] = ps.cursor
-		written[uid] = d
-	}
-	c.mu.Unlock()
-	if len(ups) == 0 {
-		return nil
-	}
-	if err := c.store.WriteFallback(ctx, retention, ups, cursors); err != nil {
-		c.mu.Lock()
-		for uid, d := range written { // offered again next cycle: nothing is lost
-			if ps := c.pods[uid]; ps != nil {
-				ps.undo(d)
-			}
-		}
-		c.mu.Unlock()
-		return fmt.Errorf("writing fallback samples: %w", err)
-	}
-	end := c.clock.Now()
-	for _, d := range written {
-		for _, p := range d.write {
-			c.m.written(p, end)
-		}
+		c.eph[uid] = &podState{cursor: cur[uid+ephemeralSuffix]}
 	}
 	return nil
 }

@@ -7,17 +7,24 @@ import (
 	"github.com/ballastk8s/ballast/pkg/series"
 )
 
-// point is one metrics.k8s.io PodMetrics reading of one pod: usage per container over
-// Window, ending at At (the sample time Ballast files it under).
+// point is one reading of one pod: a metrics.k8s.io PodMetrics (usage per container over
+// Window, ending at At, the sample time Ballast files it under), or, with Ephemeral, the
+// pod's ephemeral storage from the kubelet Summary API.
 type point struct {
 	At         time.Time
 	Window     time.Duration
 	Containers map[string]usage
+	// Ephemeral points carry DiskBytes per container and the pod's disk-backed emptyDir
+	// total (PodDiskBytes, when HasPodDisk).
+	Ephemeral    bool
+	PodDiskBytes int64
+	HasPodDisk   bool
 }
 
 type usage struct {
 	MilliCPU    int64
 	MemoryBytes int64
+	DiskBytes   int64
 }
 
 // maxPending bounds the undecided points held per pod (a live agent whose heartbeat stops
@@ -115,8 +122,15 @@ func windowUpdates(profile string, pts []point, keep map[string]bool, window tim
 	}
 	for _, p := range pts {
 		start := series.WindowStart(p.At, window)
+		if p.Ephemeral && p.HasPodDisk {
+			add(key{"", series.ResourceEphemeralStorage, start}, float64(p.PodDiskBytes), p.At, p.Window)
+		}
 		for name, u := range p.Containers {
 			if !keep[name] {
+				continue
+			}
+			if p.Ephemeral {
+				add(key{name, series.ResourceEphemeralStorage, start}, float64(u.DiskBytes), p.At, p.Window)
 				continue
 			}
 			add(key{name, series.ResourceCPU, start}, float64(u.MilliCPU), p.At, p.Window)

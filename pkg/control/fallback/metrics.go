@@ -89,7 +89,11 @@ func (m *Metrics) decided(d decision) {
 
 func (m *Metrics) written(p point, at time.Time) {
 	n := float64(len(p.Containers))
-	m.Samples.WithLabelValues("cpu").Add(n)
-	m.Samples.WithLabelValues("memory").Add(n)
+	if p.Ephemeral {
+		m.Samples.WithLabelValues("ephemeral-storage").Add(n)
+	} else {
+		m.Samples.WithLabelValues("cpu").Add(n)
+		m.Samples.WithLabelValues("memory").Add(n)
+	}
 	m.Latency.Observe(at.Sub(p.At).Seconds())
 }

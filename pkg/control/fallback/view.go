@@ -13,6 +13,10 @@ type ProfileCoverage struct {
 	// API is metrics.k8s.io's state; Message says why when it is Unavailable.
 	API     APIState
 	Message string
+	// EphemeralStorage says whether their ephemeral storage is measured (kubelet Summary
+	// through the node proxy); EphemeralProblem why not, when enabled but failing.
+	EphemeralStorage bool
+	EphemeralProblem string
 }
 
 // View is the fallback's state as the profiles controller reads it.
@@ -26,6 +30,7 @@ type viewState struct {
 	profiles map[string]ProfileCoverage
 	api      APIState
 	msg      string
+	eph      string // the ephemeral-storage problem, "" when measured
 }
 
 // Coverage returns the profile's coverage as of the last cycle.
@@ -33,6 +38,10 @@ func (c *Controller) Coverage(profile string) ProfileCoverage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pc := c.view.profiles[profile]
+	pc.EphemeralStorage = c.o.Enabled && c.o.EphemeralStorage && c.view.eph == ""
+	if c.o.EphemeralStorage {
+		pc.EphemeralProblem = c.view.eph
+	}
 	return pc
 }
 

@@ -64,7 +64,15 @@ func (c *Controller) applyFallback(name string, next *ballastv1.WorkloadProfileS
 		cond.Message = pods + " are not measured: the metrics.k8s.io fallback is turned off (fallback.enabled)"
 	default:
 		cond.Reason = ballastv1.ReasonMeasuredThroughMetricsAPI
-		cond.Message = pods + " are measured through metrics.k8s.io at its resolution (cpu, memory); their ephemeral-storage is not measured"
+		cond.Message = pods + " are measured through metrics.k8s.io at its resolution (cpu, memory); "
+		switch {
+		case cov.EphemeralStorage:
+			cond.Message += "their ephemeral-storage through the kubelet Summary API (node proxy)"
+		case cov.EphemeralProblem != "":
+			cond.Message += "their ephemeral-storage is not measured: " + cov.EphemeralProblem
+		default:
+			cond.Message += "their ephemeral-storage is not measured (fallback.ephemeralStorage is off)"
+		}
 	}
 	meta.SetStatusCondition(&next.Conditions, cond)
 }
