@@ -120,16 +120,18 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 
 	for i := 0; i < o.Nodes; i++ {
 		name := fmt.Sprintf("sim-node-%d", i+1)
-		n, err := newNode(ctx, s.Client, o.Dir, name, s.Kube.ClientCAFile())
+		n, err := newNode(ctx, s.Client, o.Dir, name, s.Kube.ClientCAFile(), s.Kube.KubeletClientCAFile())
 		if err != nil {
 			return s, err
 		}
 		s.Nodes = append(s.Nodes, n)
 		go n.run(rctx, time.Second)
-		s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
 		if o.NodeBin == "" || i >= o.Nodes-o.AgentlessNodes {
-			continue // API-side only (the sandbox's own tests), or a node without an agent
+			// API-side only (the sandbox's own tests), or a node without an agent.
+			s.logf("node %s: cgroup tree %s, kubelet stub %s; no agent", name, n.CgroupRoot, n.Kubelet.URL)
+			continue
 		}
+		s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
 		if err := s.startAgent(kc, n); err != nil {
 			return s, err
 		}
@@ -302,7 +304,7 @@ func (s *Sandbox) Stop() {
 		s.procs[i].stop(5 * time.Second)
 	}
 	for _, n := range s.Nodes {
-		n.Kubelet.Close()
+		n.Close()
 	}
 	s.Valkey.Stop()
 	s.Kube.Stop()

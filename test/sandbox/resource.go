@@ -104,14 +104,19 @@ func renderResourceMetrics(samples []resourceSample, nodeStart, now time.Time) s
 	return b.String()
 }
 
-func certPool(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading client CA %s: %w", file, err)
-	}
+func certPool(files ...string) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("client CA %s holds no certificate", file)
+	for _, file := range files {
+		if file == "" {
+			continue
+		}
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("reading client CA %s: %w", file, err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client CA %s holds no certificate", file)
+		}
 	}
 	return pool, nil
 }
