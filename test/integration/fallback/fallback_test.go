@@ -206,12 +206,11 @@ func TestFallbackAcceptance(t *testing.T) {
 	last := hbs[agentNode]
 	var handOver time.Duration
 	err = poll(ctx, 60*time.Second, "core measured through the fallback", func() error {
-		_, fs, err := share("core")
-		if err != nil {
+		if _, _, err := share("core"); err != nil {
 			return err
 		}
-		if fs.FallbackSamples == 0 {
-			return fmt.Errorf("no fallback sample for core yet")
+		if fb, _ := fallbackOf("cpu"); fb == 0 {
+			return fmt.Errorf("no metrics.k8s.io fallback sample for core yet")
 		}
 		handOver = time.Since(killed)
 		return nil
@@ -219,12 +218,15 @@ func TestFallbackAcceptance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("agent killed: core's first fallback sample in the store %v later (heartbeat TTL %v, flush interval 2s)",
+	t.Logf("agent killed: core's first metrics.k8s.io fallback sample in the store %v later (heartbeat TTL %v, flush interval 2s)",
 		handOver.Round(100*time.Millisecond), last.TTL)
 	// Stay down for a few readings, then restart.
 	if err := poll(ctx, 60*time.Second, "three fallback readings", func() error {
-		if _, fs, _ := share("core"); fs.FallbackSamples < 6 {
-			return fmt.Errorf("%d fallback samples", fs.FallbackSamples)
+		if _, _, err := share("core"); err != nil {
+			return err
+		}
+		if fb, _ := fallbackOf("cpu"); fb < 3 {
+			return fmt.Errorf("%d cpu fallback samples", fb)
 		}
 		return nil
 	}); err != nil {
