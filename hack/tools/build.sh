@@ -41,8 +41,13 @@ build_kwok() {
   done
 }
 
+build_metrics-server() {
+  go build -trimpath -ldflags "-s -w -X k8s.io/client-go/pkg/version.gitVersion=v0.8.0" \
+    -o "$bin/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server
+}
+
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd helm kwok kube)
+[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd helm kwok kube metrics-server)
 for t in "${tools[@]}"; do
   want=$(stamp_of "$t")
   if [ "$(cat "$bin/.stamp-$t" 2>/dev/null)" = "$want" ]; then

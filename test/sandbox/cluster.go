@@ -33,6 +33,17 @@ type Options struct {
 	Readiness ballastv1.Readiness
 	// Progress receives one line per step.
 	Progress io.Writer
+	// AgentlessNodes is how many of the nodes (the last ones) run no ballast-node, like
+	// serverless or virtual nodes.
+	AgentlessNodes int
+	// MetricsServer runs the real metrics-server (bin/metrics-server) scraping the kubelet
+	// stand-ins' /metrics/resource, registered as the metrics.k8s.io APIService; the API
+	// server is started with the aggregation layer on.
+	MetricsServer bool
+	// MetricsResolution is metrics-server's --metric-resolution (default 10s, its minimum).
+	MetricsResolution time.Duration
+	// ControlArgs are extra ballast-control flags.
+	ControlArgs []string
 }
 
 // Sandbox is a running sandbox.
@@ -43,9 +54,11 @@ type Sandbox struct {
 	Client client.Client // cached-free admin client
 	Nodes  []*Node
 
-	procs     []*harness.Proc
-	restarts  int    // ballast-control restarts (StartControl)
-	healthURL string // ballast-control's /readyz
+	procs         []*harness.Proc
+	agents        map[string]*harness.Proc // ballast-node per node name
+	metricsServer *harness.Proc
+	restarts      int    // ballast-control restarts (StartControl)
+	healthURL     string // ballast-control's /readyz
 	// MetricsURL is ballast-control's Prometheus endpoint (plain HTTP, loopback).
 	MetricsURL string
 	cancel     context.CancelFunc
@@ -64,7 +77,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	s = &Sandbox{Opts: o}
+	s = &Sandbox{Opts: o, agents: map[string]*harness.Proc{}}
 	defer func() {
 		if err != nil {
 			s.Stop()
@@ -75,7 +88,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	s.cancel = cancel
 
 	s.logf("starting etcd and kube-apiserver v1.37.2 on loopback")
-	if s.Kube, err = harness.StartKube(harness.KubeOptions{WithoutCRDs: true}); err != nil {
+	if s.Kube, err = harness.StartKube(harness.KubeOptions{WithoutCRDs: true, Aggregation: o.MetricsServer}); err != nil {
 		return s, err
 	}
 	s.Client = s.Kube.Client
@@ -109,22 +122,30 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 
 	for i := 0; i < o.Nodes; i++ {
 		name := fmt.Sprintf("sim-node-%d", i+1)
-		n, err := newNode(ctx, s.Client, o.Dir, name)
+		n, err := newNode(ctx, s.Client, o.Dir, name, s.Kube.ClientCAFile(), s.Kube.KubeletClientCAFile())
 		if err != nil {
 			return s, err
 		}
 		s.Nodes = append(s.Nodes, n)
 		go n.run(rctx, time.Second)
-		s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
-		if o.NodeBin == "" {
-			continue // API-side only (the sandbox's own tests)
+		if o.NodeBin == "" || i >= o.Nodes-o.AgentlessNodes {
+			// API-side only (the sandbox's own tests), or a node without an agent.
+			s.logf("node %s: cgroup tree %s, kubelet stub %s; no agent", name, n.CgroupRoot, n.Kubelet.URL)
+			continue
 		}
+		s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
 		if err := s.startAgent(kc, n); err != nil {
 			return s, err
 		}
 	}
 	if err := harness.Poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
+	}
+	if o.MetricsServer {
+		s.logf("starting metrics-server and registering %s", MetricsAPIService)
+		if err := s.startMetricsServer(ctx, kc); err != nil {
+			return s, err
+		}
 	}
 	s.logf("sandbox ready: KUBECONFIG=%s %s get nodes", abs(kc), abs(filepath.Join(harness.BinDir(), "kubectl")))
 	return s, nil
@@ -230,13 +251,14 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 	s.healthURL = fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
 	metrics, _ := harness.FreePort()
 	s.MetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
-	p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), "ballast-control", s.Opts.ControlBin, "--kubeconfig", kc,
+	args := []string{"--kubeconfig", kc,
 		"--leader-elect=false", "--operator-namespace", operatorNS, "--redis-url", s.Valkey.URL(),
 		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(port), "--webhook-dns-names", "127.0.0.1",
 		"--webhook-cert-path", filepath.Join(s.Opts.Dir, "webhook-certs"), "--webhook-config-name", "ballast",
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(health),
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metrics), "--metrics-secure=false",
-		"--log-format", "text", "--log-level", "debug")
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(health),
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(metrics), "--metrics-secure=false",
+		"--log-format", "text", "--log-level", "debug"}
+	p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), "ballast-control", s.Opts.ControlBin, append(args, s.Opts.ControlArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -257,6 +279,7 @@ func (s *Sandbox) startAgent(kc string, n *Node) error {
 		return err
 	}
 	s.procs = append(s.procs, p)
+	s.agents[n.Name] = p
 	return nil
 }
 
@@ -286,7 +309,7 @@ func (s *Sandbox) Stop() {
 		s.procs[i].Stop(5 * time.Second)
 	}
 	for _, n := range s.Nodes {
-		n.Kubelet.Close()
+		n.Close()
 	}
 	s.Valkey.Stop()
 	s.Kube.Stop()

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,8 +32,14 @@ type Node struct {
 	Name       string
 	CgroupRoot string
 	Kubelet    *httptest.Server
-	TokenFile  string
-	CAFile     string
+	// Address is where the API server and metrics-server reach the stand-in (the Node's
+	// InternalIP): a non-loopback address of this machine when it has one, since the API
+	// server's node proxy refuses loopback addresses; else 127.0.0.1. The agent keeps
+	// Kubelet.URL (loopback, the certificate it verifies).
+	Address   string
+	external  *http.Server
+	TokenFile string
+	CAFile    string
 
 	c     client.Client
 	start time.Time
@@ -53,6 +60,7 @@ type simContainer struct {
 	ooms               int
 	limit              float64
 	last               usage
+	at                 time.Time // when last and usageUsec were taken
 }
 
 // Capacity of every simulated node.
@@ -61,7 +69,11 @@ var nodeCapacity = corev1.ResourceList{
 	corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 }
 
-func newNode(ctx context.Context, c client.Client, dir, name string) (*Node, error) {
+// newNode creates the node and its kubelet stand-in. clientCAs are the CAs whose client
+// certificates the stand-in accepts besides the bearer token (a real kubelet's
+// --client-ca-file): metrics-server authenticates with its kubeconfig's certificate, the
+// API server's node proxy with its kubelet client certificate.
+func newNode(ctx context.Context, c client.Client, dir, name string, clientCAs ...string) (*Node, error) {
 	n := &Node{Name: name, CgroupRoot: filepath.Join(dir, "nodes", name, "cgroup"), c: c, start: time.Now(),
 		rng: rand.New(rand.NewPCG(uint64(len(name)), 7)), containers: map[string]*simContainer{}}
 	if err := os.MkdirAll(filepath.Join(n.CgroupRoot, "kubepods.slice"), 0o755); err != nil {
@@ -75,8 +87,24 @@ func newNode(ctx context.Context, c client.Client, dir, name string) (*Node, err
 	if err := os.WriteFile(n.TokenFile, []byte("sandbox-token-"+name), 0o600); err != nil {
 		return nil, err
 	}
-	n.Kubelet = httptest.NewUnstartedServer(http.HandlerFunc(n.serveSummary))
+	n.Kubelet = httptest.NewUnstartedServer(http.HandlerFunc(n.serveKubelet))
+	if len(clientCAs) > 0 {
+		pool, err := certPool(clientCAs...)
+		if err != nil {
+			return nil, err
+		}
+		n.Kubelet.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool}
+	}
 	n.Kubelet.StartTLS()
+	n.Address = "127.0.0.1"
+	port := n.Kubelet.Listener.Addr().(*net.TCPAddr).Port
+	if ip := hostIP(); ip != "" {
+		if l, err := net.Listen("tcp", net.JoinHostPort(ip, "0")); err == nil {
+			n.external = &http.Server{Handler: n.Kubelet.Config.Handler, TLSConfig: n.Kubelet.TLS.Clone(), ReadHeaderTimeout: 10 * time.Second}
+			go func() { _ = n.external.ServeTLS(l, "", "") }()
+			n.Address, port = ip, l.Addr().(*net.TCPAddr).Port
+		}
+	}
 	n.CAFile = filepath.Join(dir, "nodes", name, "kubelet-ca.crt")
 	if err := writeServerCA(n.Kubelet, n.CAFile); err != nil {
 		return nil, err
@@ -84,7 +112,11 @@ func newNode(ctx context.Context, c client.Client, dir, name string) (*Node, err
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
 		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
-		Status: corev1.NodeStatus{Capacity: nodeCapacity, Allocatable: nodeCapacity}}
+		// The stand-in's address and port, where metrics-server finds a kubelet
+		// (--kubelet-preferred-address-types=InternalIP, --kubelet-use-node-status-port).
+		Status: corev1.NodeStatus{Capacity: nodeCapacity, Allocatable: nodeCapacity,
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.Address}, {Type: corev1.NodeHostName, Address: name}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}}}}
 	if err := c.Create(ctx, node); err != nil {
 		return nil, fmt.Errorf("creating node %s: %w", name, err)
 	}
@@ -249,7 +281,7 @@ func (n *Node) followLimit(p *corev1.Pod, sc *simContainer) {
 func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) {
 	u, oom := sc.model(now.Sub(sc.started).Seconds(), n.rng, sc.limit)
 	u.MilliCPU, u.MemoryBytes = clampPositive(u.MilliCPU), clampPositive(u.MemoryBytes)
-	sc.last = u
+	sc.last, sc.at = u, now
 	sc.usageUsec += u.MilliCPU / 1000 * dt.Seconds() * 1e6
 	sc.peak = max(sc.peak, u.MemoryBytes)
 	abs := filepath.Join(n.CgroupRoot, sc.dir)
@@ -270,17 +302,27 @@ func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) {
 	}
 }
 
-// serveSummary answers GET /stats/summary with the containers' ephemeral storage.
-func (n *Node) serveSummary(w http.ResponseWriter, r *http.Request) {
+// serveKubelet answers the kubelet endpoints the stand-in has, for a caller with the node's
+// bearer token or a client certificate of the API server's client CA.
+func (n *Node) serveKubelet(w http.ResponseWriter, r *http.Request) {
 	tok, _ := os.ReadFile(n.TokenFile)
-	if r.Header.Get("Authorization") != "Bearer "+strings.TrimSpace(string(tok)) {
+	certOK := r.TLS != nil && len(r.TLS.VerifiedChains) > 0
+	if !certOK && r.Header.Get("Authorization") != "Bearer "+strings.TrimSpace(string(tok)) {
 		http.Error(w, "Unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if r.URL.Path != "/stats/summary" {
+	switch r.URL.Path {
+	case "/stats/summary":
+		n.serveSummary(w)
+	case "/metrics/resource":
+		n.serveResource(w)
+	default:
 		http.NotFound(w, r)
-		return
 	}
+}
+
+// serveSummary answers GET /stats/summary with the containers' ephemeral storage.
+func (n *Node) serveSummary(w http.ResponseWriter) {
 	n.mu.Lock()
 	byPod := map[string]*stats.PodStats{}
 	now := metav1.Now()
@@ -311,6 +353,34 @@ func (n *Node) Used() (milliCPU, memBytes float64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.used.MilliCPU, n.used.MemoryBytes
+}
+
+// Close stops the stand-in's listeners.
+func (n *Node) Close() {
+	n.Kubelet.Close()
+	if n.external != nil {
+		_ = n.external.Close()
+	}
+}
+
+// hostIP is the first IPv4 address of an up, non-loopback interface, or "".
+func hostIP() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLinkLocalUnicast() {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return ""
 }
 
 func writeFile(dir, name, content string) error {

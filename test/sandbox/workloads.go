@@ -21,6 +21,8 @@ type App struct {
 	Name, Component, Model string
 	Replicas               int32
 	CPU, Memory, MemLimit  string // the author's (over-provisioned) values
+	// Node pins the pods to one node (nodeSelector kubernetes.io/hostname); "" = any.
+	Node string
 }
 
 // Deploy creates the namespace (if needed) and the app's Deployment in mode.
@@ -55,6 +57,9 @@ func (s *Sandbox) Deploy(ctx context.Context, ns string, a App, mode string) err
 				},
 			},
 		},
+	}
+	if a.Node != "" {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": a.Node}
 	}
 	return s.Client.Create(ctx, d)
 }

@@ -187,6 +187,16 @@ seccompProfile:
 {{- else }}
 - --leader-elect=false
 {{- end }}
+{{- if not .Values.fallback.enabled }}
+- --fallback=false
+{{- else }}
+{{- if ne (toString .Values.fallback.interval) "30s" }}
+- --fallback-interval={{ .Values.fallback.interval }}
+{{- end }}
+{{- if .Values.fallback.ephemeralStorage }}
+- --fallback-ephemeral-storage
+{{- end }}
+{{- end }}
 {{- if not .Values.understudy.enabled }}
 - --understudy=false
 {{- else }}

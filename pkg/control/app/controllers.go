@@ -20,12 +20,14 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/fallback"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/policies"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/control/understudy"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // CacheOptions restrict the manager's informers to what Ballast reads: enrolled pods only
@@ -81,6 +83,7 @@ type Controllers struct {
 	Profiles   *profiles.Controller
 	Resize     *resize.Controller
 	Understudy *understudy.Parts
+	Fallback   *fallback.Controller
 }
 
 // Register lists every controller explicitly; there is no init-time registration.
@@ -107,6 +110,10 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	if o.PressureRaiseThreshold > 0 {
 		cs.Resize.WithPressure(streams, o.pressure())
 	}
+	if cs.Fallback, err = newFallback(mgr, o, d); err != nil {
+		return nil, err
+	}
+	cs.Profiles.SetFallback(cs.Fallback)
 	cs.Profiles.SetEvents(d.Events)
 	cs.Cluster.SetResolver(d.Resolver)
 	cs.Namespaced.SetResolver(d.Resolver)
@@ -120,11 +127,32 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		cs.Resize.SetRelocator(cs.Understudy.Relocator)
 		cs.Understudy.Relocator.SetRecorder(cs.Resize)
 	}
-	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles, cs.Resize}
+	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles, cs.Resize, cs.Fallback}
 	for _, r := range regs {
 		if err := r.Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering %T: %w", r, err)
 		}
 	}
 	return cs, nil
+}
+
+// newFallback builds the metrics.k8s.io fallback source (its own store connection). When
+// turned off it still runs, to keep the agent coverage gauge and the profiles' AgentCoverage
+// condition, but reads no metrics.
+func newFallback(mgr ctrl.Manager, o *Options, d Deps) (*fallback.Controller, error) {
+	api, err := fallback.NewMetricsAPI(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	fb := fallback.New(d.Clock, mgr.GetClient(), d.State, store.NewProfileReader(o.RedisURL), api,
+		fallback.NewMetrics(d.Registry), d.Events, d.log(ComponentCollector).WithName("fallback"),
+		fallback.Options{Enabled: o.Fallback, Interval: o.FallbackInterval, EphemeralStorage: o.FallbackEphemeralStorage})
+	if o.FallbackEphemeralStorage {
+		sum, err := fallback.NewSummaryAPI(mgr.GetConfig())
+		if err != nil {
+			return nil, err
+		}
+		fb.WithSummary(sum)
+	}
+	return fb, nil
 }

@@ -52,6 +52,13 @@ type Options struct {
 	// in place at once (ARCHITECTURE.md "Fast raises").
 	PressureRaiseThreshold float64
 	PressureRaiseSustain   time.Duration
+	// Fallback measures enrolled pods on nodes without a live node agent through
+	// metrics.k8s.io, polled every FallbackInterval.
+	Fallback         bool
+	FallbackInterval time.Duration
+	// FallbackEphemeralStorage reads those pods' ephemeral storage from the kubelet Summary
+	// API through the API server's node proxy (get on nodes/proxy).
+	FallbackEphemeralStorage bool
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -73,6 +80,8 @@ func NewOptions() *Options {
 		HealthProbeBindAddress: ":8081",
 		LeaderElect:            true,
 		Understudy:             true,
+		Fallback:               true,
+		FallbackInterval:       30 * time.Second,
 		WebhookCertName:        "tls.crt",
 		WebhookCertKey:         "tls.key",
 		WebhookPort:            ballastv1.WebhookPort,
@@ -119,6 +128,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.PressureRaiseThreshold, "pressure-raise-threshold", o.PressureRaiseThreshold, "percent of the time a resize-mode container may be stalled on memory (PSI, or eBPF reclaim stall on cgroup v1) before it is raised in place at once; 0 turns the pressure fast raise off")
 	fs.DurationVar(&o.PressureRaiseSustain, "pressure-raise-sustain", o.PressureRaiseSustain, "how long the memory pressure must stay at or above --pressure-raise-threshold without a break")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
+	fs.BoolVar(&o.Fallback, "fallback", o.Fallback, "measure enrolled pods on nodes without a live node agent through metrics.k8s.io (needs metrics-server or another provider, and get/list on pods.metrics.k8s.io)")
+	fs.DurationVar(&o.FallbackInterval, "fallback-interval", o.FallbackInterval, "how often metrics.k8s.io is read for pods on nodes without a live node agent (each reading is written once; the metrics API's own resolution bounds the sample rate)")
+	fs.BoolVar(&o.FallbackEphemeralStorage, "fallback-ephemeral-storage", o.FallbackEphemeralStorage, "with --fallback, also read ephemeral storage of those pods from the kubelet Summary API through the node proxy (needs get on nodes/proxy)")
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
@@ -156,6 +168,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--pressure-raise-threshold %v / --pressure-raise-sustain %v: %w",
 				o.PressureRaiseThreshold, o.PressureRaiseSustain, err))
 		}
+	}
+	if o.FallbackInterval < time.Second {
+		errs = append(errs, fmt.Errorf("--fallback-interval %v: must be at least 1s", o.FallbackInterval))
 	}
 	return errors.Join(errs...)
 }

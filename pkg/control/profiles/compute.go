@@ -87,12 +87,13 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 		return c.retry, fmt.Errorf("reading store for %s: %w", wp.Name, err)
 	}
 	res := recommend.Compute(recommend.Input{
-		Now: now, Policy: compiled, SamplingInterval: interval, Retention: retention, Generation: wp.Generation,
+		Now: now, Policy: compiled, SamplingInterval: c.collectionInterval(wp.Name, interval, series.Fallback), Retention: retention, Generation: wp.Generation,
 		Containers: series.Containers, PodSeries: series.Pod, OOMs: series.OOMs, Previous: wp.Status.Containers,
 	})
 	c.problems.changed(policyName, "")
 	wasMet := wp.Status.MeetsThreshold
 	res.ApplyTo(next)
+	c.applyFallback(wp.Name, next, series.Fallback, wp.Generation, now)
 	switch {
 	case !wasMet && next.MeetsThreshold:
 		c.metrics.ThresholdMet.WithLabelValues(policyName, wp.Name).Inc()

@@ -18,6 +18,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/fallback"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/identity"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -48,6 +49,8 @@ type Controller struct {
 	problems problemLog
 	// retry is how soon a profile is recomputed after a store read failed.
 	retry time.Duration
+	// fallback is the metrics.k8s.io fallback's coverage view (nil: none).
+	fallback fallback.View
 }
 
 // New returns the profiles controller; log is the collector component's logger.

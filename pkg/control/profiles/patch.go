@@ -43,6 +43,7 @@ func (c *Controller) patchStatus(ctx context.Context, wp *ballastv1.WorkloadProf
 		"activePods":      next.ActivePods,
 		"resize":          resizeSummaryPatch(next.Resize),
 		"conditions":      nullIfEmpty(len(next.Conditions), next.Conditions),
+		"fallback":        next.Fallback, // nil removes it
 	}
 	if next.State != "" {
 		body["state"] = next.State

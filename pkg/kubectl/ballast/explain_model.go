@@ -56,6 +56,8 @@ type profileInfo struct {
 	ActiveWorkloads int32  `json:"activeWorkloads,omitempty"`
 	// StampedRef is the pod's profile-ref annotation when it differs from Name.
 	StampedRef string `json:"stampedRef,omitempty"`
+	// Fallback: samples from metrics.k8s.io and pods without a live node agent.
+	Fallback *fallbackInfo `json:"fallback,omitempty"`
 }
 
 type policyExplain struct {
@@ -190,6 +192,7 @@ func explain(ctx context.Context, c client.Client, s *subject) (*explanation, er
 	default:
 		ex.Profile.Exists, ex.Profile.State = true, wp.Status.State
 		ex.Profile.ActivePods, ex.Profile.ActiveWorkloads = wp.Status.ActivePods, wp.Status.ActiveWorkloads
+		ex.Profile.Fallback = fallbackOf(wp)
 		ex.Resize.DeferredPods, ex.Resize.InfeasiblePods = wp.Status.Resize.DeferredPods, wp.Status.Resize.InfeasiblePods
 	}
 	// Statistics are computed under the policy the profile references (SPEC §3.4).

@@ -64,6 +64,9 @@ func writeExplanation(w io.Writer, ex *explanation) error {
 	} else {
 		p.f("  state %s, %d pod(s) of %d workload(s) bound", orDefault(ex.Profile.State, ballastv1.StateAccruing),
 			ex.Profile.ActivePods, ex.Profile.ActiveWorkloads)
+		for _, l := range ex.Profile.Fallback.lines() {
+			p.f("%s", l)
+		}
 	}
 	for _, c := range ex.Containers {
 		p.f("")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -73,6 +74,8 @@ type profileRow struct {
 	Workloads int                    `json:"workloads"`
 	Pods      int                    `json:"pods"`
 	Resources map[string]resourceSum `json:"resources"` // cpu in millicores, others in bytes
+	// Fallback: samples from metrics.k8s.io and pods without a live node agent.
+	Fallback *fallbackInfo `json:"fallback,omitempty"`
 }
 
 type profilesReport struct {
@@ -152,7 +155,8 @@ func buildProfiles(cmd *cobra.Command, c client.Client, ns string, names []strin
 			continue
 		}
 		row := profileRow{Name: wp.Name, State: cmp.Or(wp.Status.State, ballastv1.StateAccruing),
-			Policy: policyRefString(wp.Status.PolicyRef), Pods: len(bound), Resources: map[string]resourceSum{}}
+			Policy: policyRefString(wp.Status.PolicyRef), Pods: len(bound), Resources: map[string]resourceSum{},
+			Fallback: fallbackOf(wp)}
 		workloads := map[string]bool{}
 		for _, p := range bound {
 			kind, name, _ := policy.TopLevel(p.Name, p.Namespace, p.OwnerReferences, lookup)
@@ -277,7 +281,7 @@ func printProfiles(w io.Writer, rep *profilesReport, wide bool) error {
 	t := newTable(w)
 	head := []string{"PROFILE", "STATE", "WORKLOADS", "PODS", "CPU REQ", "CPU REC", "CPU USE", "MEM REQ", "MEM REC", "MEM USE", "CPU SAVING", "MEM SAVING"}
 	if wide {
-		head = append(head, "EPHEMERAL REQ", "EPHEMERAL REC", "EPHEMERAL USE", "POLICY")
+		head = append(head, "EPHEMERAL REQ", "EPHEMERAL REC", "EPHEMERAL USE", "POLICY", "FALLBACK")
 	}
 	t.row(head...)
 	for _, r := range rep.Profiles {
@@ -289,14 +293,37 @@ func printProfiles(w io.Writer, rep *profilesReport, wide bool) error {
 		if wide {
 			e := r.Resources[string(corev1.ResourceEphemeralStorage)]
 			cells = append(cells, amount(corev1.ResourceEphemeralStorage, e.Request), amount(corev1.ResourceEphemeralStorage, e.Recommendation),
-				usageCell(corev1.ResourceEphemeralStorage, e.Usage), cmp.Or(r.Policy, "<none>"))
+				usageCell(corev1.ResourceEphemeralStorage, e.Usage), cmp.Or(r.Policy, "<none>"), r.Fallback.cell())
 		}
 		t.row(cells...)
 	}
 	total := []string{"TOTAL", "", "", strconv.Itoa(rep.Total.Pods), "", "", "", "", "", "",
 		fmt.Sprintf("%.2f", rep.Total.CPUCores), fmt.Sprintf("%.2fGi", rep.Total.MemoryGiB)}
 	t.row(total...)
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return fallbackNote(w, rep, wide)
+}
+
+// fallbackNote says, under the table, which profiles hold samples from metrics.k8s.io or
+// have pods on nodes without a live node agent (the wide view has a column for it).
+func fallbackNote(w io.Writer, rep *profilesReport, wide bool) error {
+	if wide {
+		return nil
+	}
+	var names []string
+	for _, r := range rep.Profiles {
+		if r.Fallback != nil {
+			names = append(names, r.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "\nmeasured partly without a node agent (metrics.k8s.io fallback): %s; see -o wide or kubectl ballast explain\n",
+		strings.Join(names, ", "))
+	return err
 }
 
 // amount renders whole units the way profile statistics are displayed (SPEC §2.4).

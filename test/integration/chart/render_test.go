@@ -387,6 +387,8 @@ func checkControlRBAC(t *testing.T, m *manifests, extra []rbacv1.PolicyRule) {
 		{APIGroups: []string{g}, Resources: []string{"ballastconfigs", "metricssources", "clusterresourcepolicies", "resourcepolicies"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{g}, Resources: []string{"workloadprofiles"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{APIGroups: []string{g}, Resources: []string{"workloadprofiles/status", "clusterresourcepolicies/status", "resourcepolicies/status"}, Verbs: []string{"patch"}},
+		// fallback.enabled (default): PodMetrics for pods on nodes without a live agent.
+		{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
 	}, extra...)
 	if diff := cmp.Diff(want, cr.Rules); diff != "" {
 		t.Errorf("ClusterRole %s rules (-want +got):\n%s", fullname, diff)

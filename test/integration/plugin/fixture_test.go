@@ -172,5 +172,18 @@ func setup(t testing.TB, c client.Client) fixture {
 		[]ballastv1.UsageStats{stats("cpu", 120, "2h0m0s", "20m", "2.100", "20m", "90m"),
 			stats("memory", 120, "2h0m0s", "300.00Mi", "1.800", "310.00Mi", "400.00Mi")},
 		nil, ballastv1.ResizeSummary{DeferredPods: 1, OldestDeferredSince: &metav1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}})
+	// api runs on a node without a node agent: a third of its samples came through the
+	// metrics.k8s.io fallback, at metrics-server's default 60 s resolution.
+	wp := &ballastv1.WorkloadProfile{}
+	if err := c.Get(ctx, client.ObjectKey{Name: f.api}, wp); err != nil {
+		t.Fatal(err)
+	}
+	wp.Status.Fallback = &ballastv1.FallbackStatus{Samples: 80, Share: "33.3%", Resolution: &metav1.Duration{Duration: time.Minute}, UncoveredPods: 1}
+	wp.Status.Conditions = append(wp.Status.Conditions, metav1.Condition{Type: ballastv1.ConditionAgentCoverage, Status: metav1.ConditionFalse,
+		Reason: ballastv1.ReasonMeasuredThroughMetricsAPI, LastTransitionTime: metav1.Time{Time: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)},
+		Message: "1 pod(s) on nodes without a live node agent are measured through metrics.k8s.io at its resolution (cpu, memory); their ephemeral-storage is not measured"})
+	if err := c.Status().Update(ctx, wp); err != nil {
+		t.Fatalf("writing the fallback status of %s: %v", f.api, err)
+	}
 	return f
 }

@@ -16,6 +16,11 @@ const (
 	// ConditionSufficient is True when every considered (container, resource) meets its
 	// readiness targets; its message says, in one line, what is still missing.
 	ConditionSufficient = "Sufficient"
+	// ConditionAgentCoverage is present while some bound pods run on nodes without a live
+	// node agent; always False, its reason says whether the metrics.k8s.io fallback measures
+	// them (MeasuredThroughMetricsAPI) or nothing does (MetricsAPIUnavailable,
+	// FallbackDisabled).
+	ConditionAgentCoverage = "AgentCoverage"
 
 	ReasonValid             = "Valid"
 	ReasonSamplesCollected  = "SamplesCollected"
@@ -24,6 +29,10 @@ const (
 	ReasonNoActiveWorkloads = "NoActiveWorkloads"
 	ReasonReadinessMet      = "ReadinessMet"
 	ReasonAccruing          = "Accruing"
+
+	ReasonMeasuredThroughMetricsAPI = "MeasuredThroughMetricsAPI"
+	ReasonMetricsAPIUnavailable     = "MetricsAPIUnavailable"
+	ReasonFallbackDisabled          = "FallbackDisabled"
 )
 
 // Policy kinds as they appear in PolicyRef.
@@ -165,6 +174,29 @@ type ContainerProfile struct {
 	Readiness []ResourceReadiness `json:"readiness,omitempty"`
 }
 
+// FallbackStatus says how much of a profile's history came through the fallback source:
+// metrics.k8s.io, read by the control plane for pods on nodes without a live node agent.
+// Those samples come at the metrics API's resolution (metrics-server: 60s by default), not
+// the node agent's, so such a profile needs longer to pass the same readiness gates.
+type FallbackStatus struct {
+	// Samples is the number of retained container usage samples that came through the
+	// fallback.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Samples int64 `json:"samples,omitempty"`
+	// Share is Samples as a percentage of every retained container usage sample ("12.5%").
+	// +optional
+	Share string `json:"share,omitempty"`
+	// Resolution is the coarsest metrics.k8s.io resolution among those samples.
+	// +optional
+	Resolution *metav1.Duration `json:"resolution,omitempty"`
+	// UncoveredPods counts the bound pods on nodes without a live node agent at the last
+	// collection cycle (see the AgentCoverage condition).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	UncoveredPods int32 `json:"uncoveredPods,omitempty"`
+}
+
 // ResizeSummary counts the bound pods in each pending resize state.
 type ResizeSummary struct {
 	// DeferredPods counts bound pods whose in-place resize the kubelet deferred.
@@ -226,7 +258,12 @@ type WorkloadProfileStatus struct {
 	// Resize counts bound pods in each pending in-place resize state.
 	// +optional
 	Resize ResizeSummary `json:"resize,omitzero"`
-	// Conditions: Ready, Orphaned.
+	// Fallback says which share of the samples came through metrics.k8s.io (pods on nodes
+	// without a live node agent) and at what resolution; absent when every sample is
+	// node-local and every pod is covered by an agent.
+	// +optional
+	Fallback *FallbackStatus `json:"fallback,omitempty"`
+	// Conditions: Ready, Orphaned, Sufficient, AgentCoverage.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
