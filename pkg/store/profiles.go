@@ -23,7 +23,10 @@ type ProfileSeries struct {
 type ProfileReader struct{ lazy *Lazy }
 
 // NewProfileReader returns a reader for the store at url (redis:// or rediss://).
-func NewProfileReader(url string) *ProfileReader { return &ProfileReader{lazy: NewLazy(url)} }
+func NewProfileReader(url string) *ProfileReader { return NewProfileReaderConfig(Config{URL: url}) }
+
+// NewProfileReaderConfig returns a reader for the store cfg names.
+func NewProfileReaderConfig(cfg Config) *ProfileReader { return &ProfileReader{lazy: NewLazyConfig(cfg)} }
 
 // Close releases the connection.
 func (s *ProfileReader) Close() { s.lazy.Close() }

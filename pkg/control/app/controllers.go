@@ -101,7 +101,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 			resize.NewMetrics(d.Registry, d.shared.Clamped),
 			resize.NewEvents(mgr.GetEventRecorderFor(ballastv1.EventComponent)), //nolint:staticcheck // core v1 Events (SPEC §11.3)
 			d.Clock.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests}).
-			WithLogger(d.log(ComponentAdjuster)).WithOOM(resize.NewStoreOOM(o.RedisURL), time.Second),
+			WithLogger(d.log(ComponentAdjuster)).WithOOM(resize.NewStoreOOMConfig(o.StoreConfig()), time.Second),
 	}
 	cs.Profiles.SetEvents(d.Events)
 	cs.Enrollment.SetEvents(d.Events)

@@ -12,7 +12,7 @@ import (
 // StoreOOM reads OOM streams from the store at a URL, connecting lazily so the control
 // plane starts and keeps running while the store is unreachable.
 type StoreOOM struct {
-	url string
+	cfg store.Config
 
 	mu     sync.Mutex
 	client *store.Client
@@ -20,13 +20,16 @@ type StoreOOM struct {
 }
 
 // NewStoreOOM returns an OOM source for the store at url (redis:// or rediss://).
-func NewStoreOOM(url string) *StoreOOM { return &StoreOOM{url: url} }
+func NewStoreOOM(url string) *StoreOOM { return NewStoreOOMConfig(store.Config{URL: url}) }
+
+// NewStoreOOMConfig returns an OOM source for the store cfg names.
+func NewStoreOOMConfig(cfg store.Config) *StoreOOM { return &StoreOOM{cfg: cfg} }
 
 // ReadOOM implements OOMSource.
 func (s *StoreOOM) ReadOOM(ctx context.Context, profile, afterID string) ([]store.OOMRecord, error) {
 	s.mu.Lock()
 	if s.reader == nil {
-		c, err := store.Open(s.url)
+		c, err := store.OpenConfig(s.cfg)
 		if err != nil {
 			s.mu.Unlock()
 			return nil, err
