@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/recommend"
@@ -20,7 +21,12 @@ type ProfileSeries struct {
 // OOM events, and purge. It connects lazily (a Lazy), so the control plane starts and keeps
 // serving while the store is unreachable, and rebuilds its Reader when the retention window
 // changes, since the store layout depends on it.
-type ProfileReader struct{ lazy *Lazy }
+type ProfileReader struct {
+	lazy *Lazy
+	// epochWritten: the store epoch was written (or found) once by this process, so a
+	// store that is wiped later is told apart from one that never had an epoch.
+	epochWritten atomic.Bool
+}
 
 // NewProfileReader returns a reader for the store at url (redis:// or rediss://).
 func NewProfileReader(url string) *ProfileReader { return NewProfileReaderConfig(Config{URL: url}) }
@@ -40,6 +46,11 @@ func (s *ProfileReader) Read(ctx context.Context, hash string, now time.Time, re
 	r, err := s.readerFor(retention)
 	if err != nil {
 		return ProfileSeries{}, err
+	}
+	if !s.epochWritten.Load() {
+		if _, err := s.StoreEpoch(ctx, now); err == nil {
+			s.epochWritten.Store(true)
+		}
 	}
 	hs, err := r.Read(ctx, hash, now)
 	if err != nil {

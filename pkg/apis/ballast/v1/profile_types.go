@@ -16,6 +16,10 @@ const (
 	// ConditionSufficient is True when every considered (container, resource) meets its
 	// readiness targets; its message says, in one line, what is still missing.
 	ConditionSufficient = "Sufficient"
+	// ConditionStale is True while a profile serves recommendations the store can no
+	// longer back: the store lost its history (reason StoreReset) and the last good
+	// recommendations are kept until the history re-accrues; removed then.
+	ConditionStale = "Stale"
 
 	ReasonValid             = "Valid"
 	ReasonSamplesCollected  = "SamplesCollected"
@@ -24,6 +28,7 @@ const (
 	ReasonNoActiveWorkloads = "NoActiveWorkloads"
 	ReasonReadinessMet      = "ReadinessMet"
 	ReasonAccruing          = "Accruing"
+	ReasonStoreReset        = "StoreReset"
 )
 
 // Policy kinds as they appear in PolicyRef.
