@@ -32,7 +32,9 @@ type ProfileReader struct {
 func NewProfileReader(url string) *ProfileReader { return NewProfileReaderConfig(Config{URL: url}) }
 
 // NewProfileReaderConfig returns a reader for the store cfg names.
-func NewProfileReaderConfig(cfg Config) *ProfileReader { return &ProfileReader{lazy: NewLazyConfig(cfg)} }
+func NewProfileReaderConfig(cfg Config) *ProfileReader {
+	return &ProfileReader{lazy: NewLazyConfig(cfg)}
+}
 
 // Close releases the connection.
 func (s *ProfileReader) Close() { s.lazy.Close() }

@@ -33,16 +33,16 @@ type Options struct {
 	RedisURL               string
 	// Store holds the store credentials and TLS settings (the password from a file or
 	// env BALLAST_STORE_PASSWORD, never a flag); its URL is RedisURL.
-	Store store.Config
-	DryRun                 string
-	LogLevel               string
-	LogFormat              string
-	LogLevelWebhook        string
-	LogLevelWatcher        string
-	LogLevelCollector      string
-	LogLevelAdjuster       string
-	LogStdout              bool
-	LogStdoutFields        string
+	Store             store.Config
+	DryRun            string
+	LogLevel          string
+	LogFormat         string
+	LogLevelWebhook   string
+	LogLevelWatcher   string
+	LogLevelCollector string
+	LogLevelAdjuster  string
+	LogStdout         bool
+	LogStdoutFields   string
 	// Understudy runs the Understudy controller and eviction webhook (SPEC §15); its extra
 	// doom taint keys are comma-separated (§15.3).
 	Understudy                                        bool
