@@ -58,11 +58,13 @@ func TestRenderDefaults(t *testing.T) {
 		"Job/ballast-crd-upgrade",
 		"MetricsSource/kubelet-summary", "MetricsSource/kubernetes-metrics",
 		"MutatingWebhookConfiguration/ballast",
+		"NetworkPolicy/ballast-valkey",
 		"PersistentVolumeClaim/ballast-valkey",
 		"Pod/ballast-test-webhook",
 		"PodDisruptionBudget/ballast",
 		"Role/ballast-killswitch", "Role/ballast-leader-election",
 		"RoleBinding/ballast-killswitch", "RoleBinding/ballast-leader-election",
+		"Secret/ballast-valkey-auth",
 		"Service/ballast-valkey", "Service/ballast-webhook",
 		"ServiceAccount/ballast", "ServiceAccount/ballast-crd-upgrade", "ServiceAccount/ballast-node",
 		"ValidatingWebhookConfiguration/ballast",
@@ -88,18 +90,23 @@ func TestRenderDefaults(t *testing.T) {
 			"--webhook-cert-path=/certs/webhook",
 			"--webhook-cert-mode=files",
 			"--redis-url=redis://ballast-valkey:6379",
+			"--store-password-file=/etc/ballast/store-auth/password",
 			"--log-level=info",
 			"--log-format=json",
 			"--leader-elect",
 		})
 		d := &appsv1.Deployment{}
 		m.decode(t, "Deployment", fullname, d)
+		mode := int32(0o444)
 		want := []corev1.Volume{{Name: "webhook-cert", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: "ballast-webhook-cert"}}}}
+			Secret: &corev1.SecretVolumeSource{SecretName: "ballast-webhook-cert"}}},
+			{Name: "store-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "ballast-valkey-auth",
+				DefaultMode: &mode, Items: []corev1.KeyToPath{{Key: "password", Path: "password"}}}}}}
 		if diff := cmp.Diff(want, d.Spec.Template.Spec.Volumes); diff != "" {
 			t.Errorf("volumes (-want +got):\n%s", diff)
 		}
-		if mt := d.Spec.Template.Spec.Containers[0].VolumeMounts; len(mt) != 1 || mt[0].MountPath != "/certs/webhook" || !mt[0].ReadOnly {
+		if mt := d.Spec.Template.Spec.Containers[0].VolumeMounts; len(mt) != 2 || mt[0].MountPath != "/certs/webhook" || !mt[0].ReadOnly ||
+			mt[1].MountPath != "/etc/ballast/store-auth" || !mt[1].ReadOnly {
 			t.Errorf("volume mounts: %+v", mt)
 		}
 	})
