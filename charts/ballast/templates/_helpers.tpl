@@ -224,6 +224,9 @@ $(VAR) references are expanded by the kubelet.
 {{- if .Values.agent.ebpf.enabled }}
 - --ebpf
 {{- end }}
+{{- if not .Values.agent.debug.enabled }}
+- --debug-bind-address=0
+{{- end }}
 {{- include "ballast.store.args" . }}
 {{- end -}}
 
