@@ -21,10 +21,10 @@ type Valkey struct {
 	Bin  string
 	// Password is the server's requirepass (StartValkeyAuth); Do authenticates with it.
 	Password string
-	cmd   *exec.Cmd
-	dir   string
-	extra []string
-	done  chan struct{}
+	cmd      *exec.Cmd
+	dir      string
+	extra    []string
+	done     chan struct{}
 }
 
 // Cluster is three Valkey masters in cluster mode with all 16384 slots assigned.
