@@ -105,6 +105,25 @@ func (z *Lazy) connectLocked() error {
 	return nil
 }
 
+// Check drops the connection when err says the server refused the credentials (WRONGPASS,
+// NOAUTH: the password was rotated while connected), so the next use reconnects and reads
+// the password file again; the client would otherwise retry the old password forever. It
+// returns err, redacted.
+func (z *Lazy) Check(err error) error {
+	if err == nil {
+		return nil
+	}
+	if authHint(err) != "" {
+		z.mu.Lock()
+		if z.client != nil {
+			z.client.Close()
+			z.client, z.writer, z.reader = nil, nil, nil
+		}
+		z.mu.Unlock()
+	}
+	return z.Redactor().Error(err)
+}
+
 // Close releases the connection; later calls fail with ErrLazyClosed.
 func (z *Lazy) Close() {
 	z.mu.Lock()

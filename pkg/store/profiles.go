@@ -45,6 +45,11 @@ func (s *ProfileReader) readerFor(retention time.Duration) (*Reader, error) {
 
 // Read merges a profile's series and its OOM stream.
 func (s *ProfileReader) Read(ctx context.Context, hash string, now time.Time, retention time.Duration) (ProfileSeries, error) {
+	ps, err := s.read(ctx, hash, now, retention)
+	return ps, s.lazy.Check(err)
+}
+
+func (s *ProfileReader) read(ctx context.Context, hash string, now time.Time, retention time.Duration) (ProfileSeries, error) {
 	r, err := s.readerFor(retention)
 	if err != nil {
 		return ProfileSeries{}, err
@@ -112,7 +117,7 @@ func (s *ProfileReader) Purge(ctx context.Context, hash string) error {
 		return err
 	}
 	if _, err := c.Purge(ctx, hash); err != nil {
-		return err
+		return s.lazy.Check(err)
 	}
 	if r := s.lazy.lastReader(); r != nil {
 		r.Forget(hash)

@@ -49,5 +49,6 @@ func (s *ProfileReader) StoreEpoch(ctx context.Context, now time.Time) (time.Tim
 	if err != nil {
 		return time.Time{}, err
 	}
-	return c.StoreEpoch(ctx, now)
+	t, err := c.StoreEpoch(ctx, now)
+	return t, s.lazy.Check(err)
 }

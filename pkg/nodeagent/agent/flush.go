@@ -43,6 +43,7 @@ func (s *storeConn) writer(l series.Layout) (*store.Writer, error) { return s.la
 // one (so the caller logs each distinct problem once, not every flush). The message is
 // redacted: connection errors may quote the store URL.
 func (s *storeConn) failed(at time.Time, err error) (msg string, changed bool) {
+	err = s.lazy.Check(err) // a refused password: reconnect next time, re-reading the file
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	msg = s.redact.String(err.Error())

@@ -191,3 +191,50 @@ func TestStoreEpoch(t *testing.T) {
 		t.Error("a malformed epoch must be reported")
 	}
 }
+
+// TestPasswordRotatedWhileConnected: the server's password changes and its connections are
+// dropped; the reader's reconnects are refused, it drops its client, and once the mounted
+// file holds the new password the next read connects with it — no restart.
+func TestPasswordRotatedWhileConnected(t *testing.T) {
+	v, err := harness.StartValkeyAuth("first-password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	file := writeFile(t, "password", "first-password")
+	r := store.NewProfileReaderConfig(store.Config{URL: v.URL(), PasswordFile: file})
+	defer r.Close()
+	now := time.Now()
+	if _, err := r.Read(ctx, newProfile(), now, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Do("CONFIG", "SET", "requirepass", "second-password"); err != nil {
+		t.Fatal(err)
+	}
+	v.Password = "second-password"
+	if _, err := v.Do("CLIENT", "KILL", "TYPE", "normal"); err != nil {
+		t.Fatal(err)
+	}
+	var refused error
+	harness.Eventually(t, 10*time.Second, "the old password refused", func() error {
+		_, refused = r.Read(ctx, newProfile(), now, time.Hour)
+		if refused == nil {
+			return errString("read still succeeds")
+		}
+		return nil
+	})
+	if err := os.WriteFile(file, []byte("second-password"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 10*time.Second, "reconnected with the rotated password", func() error {
+		_, err := r.Read(ctx, newProfile(), now, time.Hour)
+		return err
+	})
+	t.Logf("refusal while rotating: %v", refused)
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
