@@ -129,26 +129,19 @@ func testResize(t *testing.T, ctx context.Context) {
 	}
 	t.Logf("patch → ResizeCompleted per step: %s", strings.Join(lat, ", "))
 
-	// One Resized and one ResizeCompleted per step. The recorder aggregates repeats into
-	// counts and writes them asynchronously (a count update may land after the step), so poll.
+	// One Resized and one ResizeCompleted per step (the recorder may aggregate into counts).
+	evs := &corev1.EventList{}
+	if err := n.Client.List(ctx, evs, client.InNamespace("resize")); err != nil {
+		t.Fatal(err)
+	}
 	count := map[string]int32{}
-	if err := poll(ctx, 30*time.Second, "Resized and ResizeCompleted events per step", func() error {
-		evs := &corev1.EventList{}
-		if err := n.Client.List(ctx, evs, client.InNamespace("resize")); err != nil {
-			return err
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == p.Name {
+			count[e.Reason] += max(e.Count, 1)
 		}
-		count = map[string]int32{}
-		for _, e := range evs.Items {
-			if e.InvolvedObject.Name == p.Name {
-				count[e.Reason] += max(e.Count, 1)
-			}
-		}
-		if count["Resized"] < int32(len(steps)) || count["ResizeCompleted"] < int32(len(steps)) {
-			return fmt.Errorf("events %v, want Resized and ResizeCompleted ≥ %d each", count, len(steps))
-		}
-		return nil
-	}); err != nil {
-		t.Error(err)
+	}
+	if count["Resized"] < int32(len(steps)) || count["ResizeCompleted"] < int32(len(steps)) {
+		t.Errorf("events %v, want Resized and ResizeCompleted ≥ %d each", count, len(steps))
 	}
 	// Leave the node as the later steps expect it.
 	if err := n.Client.Delete(ctx, p); err != nil {
