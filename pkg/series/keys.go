@@ -182,6 +182,12 @@ func WindowKeyOf(profile, member string) string { return profilePrefix(profile) 
 // RollupKeyOf is RollupKey for a member of the rollups sorted set.
 func RollupKeyOf(profile, member string) string { return profilePrefix(profile) + "r:" + member }
 
+// StoreEpochKey holds the store's epoch: the time (unix milliseconds) the control plane
+// first used this store. It has no expiry, so a store that lost its data (flushed, or
+// restarted without persistence) is recognised by the key missing or being newer than the
+// history a WorkloadProfile's status shows. It is the one key outside every profile's slot.
+const StoreEpochKey = KeyPrefix + ":store-epoch"
+
 // PurgePatterns lists glob patterns (SCAN MATCH syntax) that together cover every key of a
 // profile. Purging deletes the keys it can enumerate from the profile's own index keys; the
 // patterns let tests and operators verify nothing is left.

@@ -14,7 +14,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/valkey-io/valkey-go"
@@ -25,35 +24,38 @@ type Client struct {
 	c valkey.Client
 }
 
-// Options derives valkey-go options from a redis:// or rediss:// URL. Extra cluster seed
-// nodes are given as repeated addr query parameters:
-// redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379.
-func Options(rawURL string) (valkey.ClientOption, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return valkey.ClientOption{}, fmt.Errorf("parsing store URL: %w", err)
-	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "valkey" && u.Scheme != "valkeys" {
-		return valkey.ClientOption{}, fmt.Errorf("store URL %q: scheme must be redis:// or rediss://", redact(u))
-	}
-	opt, err := valkey.ParseURL(rawURL)
-	if err != nil {
-		return valkey.ClientOption{}, fmt.Errorf("store URL %q: %w", redact(u), err)
-	}
-	return opt, nil
-}
-
 // Open connects to the store at rawURL.
-func Open(rawURL string) (*Client, error) {
-	opt, err := Options(rawURL)
+func Open(rawURL string) (*Client, error) { return OpenConfig(Config{URL: rawURL}) }
+
+// OpenConfig connects to the store cfg names. A refused password is reported as such; no
+// error quotes a secret.
+func OpenConfig(cfg Config) (*Client, error) {
+	r := cfg.Redactor()
+	opt, err := cfg.ClientOption()
 	if err != nil {
-		return nil, err
+		return nil, r.Error(err)
 	}
 	c, err := valkey.NewClient(opt)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the store at %s: %w", strings.Join(opt.InitAddress, ","), err)
+		where := strings.Join(opt.InitAddress, ",")
+		if hint := authHint(err); hint != "" {
+			return nil, r.Error(fmt.Errorf("connecting to the store at %s: %s: %w", where, hint, err))
+		}
+		return nil, r.Error(fmt.Errorf("connecting to the store at %s: %w", where, err))
 	}
 	return &Client{c: c}, nil
+}
+
+// authHint explains the server's answers to missing or wrong credentials.
+func authHint(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "NOPERM"):
+		return "the store requires a password (give --store-password-file or " + PasswordEnv + ")"
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
+		return "the store refused the credentials (check the password file or Secret)"
+	}
+	return ""
 }
 
 // Ping checks that the store answers.
@@ -63,10 +65,3 @@ func (c *Client) Ping(ctx context.Context) error {
 
 // Close releases the connections.
 func (c *Client) Close() { c.c.Close() }
-
-func redact(u *url.URL) string {
-	if u.User != nil {
-		u = &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
-	}
-	return u.String()
-}

@@ -17,7 +17,7 @@ var ErrLazyClosed = errors.New("store connection closed")
 // server: while it is unreachable every use fails and the next one tries again. Safe for
 // concurrent use.
 type Lazy struct {
-	url string
+	cfg Config
 
 	mu      sync.Mutex
 	client  *Client
@@ -30,7 +30,14 @@ type Lazy struct {
 
 // NewLazy returns a Lazy for the store at url (redis://, rediss://; cluster seeds as
 // ?addr=). Nothing is opened until Writer or Reader is called.
-func NewLazy(url string) *Lazy { return &Lazy{url: url} }
+func NewLazy(url string) *Lazy { return NewLazyConfig(Config{URL: url}) }
+
+// NewLazyConfig returns a Lazy for the store cfg names; the password file is read on
+// every connection attempt.
+func NewLazyConfig(cfg Config) *Lazy { return &Lazy{cfg: cfg} }
+
+// Redactor hides the connection's secrets in messages.
+func (z *Lazy) Redactor() *Redactor { return z.cfg.Redactor() }
 
 // Writer returns the Writer for layout l, connecting first if needed.
 func (z *Lazy) Writer(l series.Layout) (*Writer, error) {
@@ -89,13 +96,32 @@ func (z *Lazy) connectLocked() error {
 		return ErrLazyClosed
 	}
 	if z.client == nil {
-		c, err := Open(z.url)
+		c, err := OpenConfig(z.cfg)
 		if err != nil {
 			return err
 		}
 		z.client = c
 	}
 	return nil
+}
+
+// Check drops the connection when err says the server refused the credentials (WRONGPASS,
+// NOAUTH: the password was rotated while connected), so the next use reconnects and reads
+// the password file again; the client would otherwise retry the old password forever. It
+// returns err, redacted.
+func (z *Lazy) Check(err error) error {
+	if err == nil {
+		return nil
+	}
+	if authHint(err) != "" {
+		z.mu.Lock()
+		if z.client != nil {
+			z.client.Close()
+			z.client, z.writer, z.reader = nil, nil, nil
+		}
+		z.mu.Unlock()
+	}
+	return z.Redactor().Error(err)
 }
 
 // Close releases the connection; later calls fail with ErrLazyClosed.

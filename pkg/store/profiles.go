@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/recommend"
@@ -32,10 +33,20 @@ type FallbackShare struct {
 // OOM events, and purge. It connects lazily (a Lazy), so the control plane starts and keeps
 // serving while the store is unreachable, and rebuilds its Reader when the retention window
 // changes, since the store layout depends on it.
-type ProfileReader struct{ lazy *Lazy }
+type ProfileReader struct {
+	lazy *Lazy
+	// epochWritten: the store epoch was written (or found) once by this process, so a
+	// store that is wiped later is told apart from one that never had an epoch.
+	epochWritten atomic.Bool
+}
 
 // NewProfileReader returns a reader for the store at url (redis:// or rediss://).
-func NewProfileReader(url string) *ProfileReader { return &ProfileReader{lazy: NewLazy(url)} }
+func NewProfileReader(url string) *ProfileReader { return NewProfileReaderConfig(Config{URL: url}) }
+
+// NewProfileReaderConfig returns a reader for the store cfg names.
+func NewProfileReaderConfig(cfg Config) *ProfileReader {
+	return &ProfileReader{lazy: NewLazyConfig(cfg)}
+}
 
 // Close releases the connection.
 func (s *ProfileReader) Close() { s.lazy.Close() }
@@ -46,9 +57,19 @@ func (s *ProfileReader) readerFor(retention time.Duration) (*Reader, error) {
 
 // Read merges a profile's series and its OOM stream.
 func (s *ProfileReader) Read(ctx context.Context, hash string, now time.Time, retention time.Duration) (ProfileSeries, error) {
+	ps, err := s.read(ctx, hash, now, retention)
+	return ps, s.lazy.Check(err)
+}
+
+func (s *ProfileReader) read(ctx context.Context, hash string, now time.Time, retention time.Duration) (ProfileSeries, error) {
 	r, err := s.readerFor(retention)
 	if err != nil {
 		return ProfileSeries{}, err
+	}
+	if !s.epochWritten.Load() {
+		if _, err := s.StoreEpoch(ctx, now); err == nil {
+			s.epochWritten.Store(true)
+		}
 	}
 	hs, err := r.Read(ctx, hash, now)
 	if err != nil {
@@ -111,7 +132,7 @@ func (s *ProfileReader) Purge(ctx context.Context, hash string) error {
 		return err
 	}
 	if _, err := c.Purge(ctx, hash); err != nil {
-		return err
+		return s.lazy.Check(err)
 	}
 	if r := s.lazy.lastReader(); r != nil {
 		r.Forget(hash)

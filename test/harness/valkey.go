@@ -17,12 +17,14 @@ import (
 
 // Valkey is one valkey-server (or redis-server) process on a loopback port.
 type Valkey struct {
-	Addr  string // host:port
-	Bin   string
-	cmd   *exec.Cmd
-	dir   string
-	extra []string
-	done  chan struct{}
+	Addr string // host:port
+	Bin  string
+	// Password is the server's requirepass (StartValkeyAuth); Do authenticates with it.
+	Password string
+	cmd      *exec.Cmd
+	dir      string
+	extra    []string
+	done     chan struct{}
 }
 
 // Cluster is three Valkey masters in cluster mode with all 16384 slots assigned.
@@ -42,6 +44,11 @@ func ValkeyServerBinary() (string, error) {
 // StartValkey starts a standalone server with persistence off on a free loopback port.
 func StartValkey(extra ...string) (*Valkey, error) {
 	return startValkey("", extra...)
+}
+
+// StartValkeyAuth starts a standalone server that requires password (requirepass).
+func StartValkeyAuth(password string, extra ...string) (*Valkey, error) {
+	return startValkey("", append([]string{"--requirepass", password}, extra...)...)
 }
 
 // Restart starts the server again on the same port after Stop (used by outage tests).
@@ -83,6 +90,11 @@ func startValkey(addr string, extra ...string) (*Valkey, error) {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	v := &Valkey{Addr: addr, Bin: bin, cmd: cmd, dir: dir, extra: extra, done: make(chan struct{})}
+	for i, a := range extra {
+		if a == "--requirepass" && i+1 < len(extra) {
+			v.Password = extra[i+1]
+		}
+	}
 	go func() { _ = cmd.Wait(); close(v.done) }()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -129,6 +141,17 @@ func (v *Valkey) Do(args ...string) (string, error) {
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(conn)
+	if v.Password != "" {
+		if _, err := roundTrip(conn, r, "AUTH", v.Password); err != nil {
+			return "", fmt.Errorf("AUTH: %w", err)
+		}
+	}
+	return roundTrip(conn, r, args...)
+}
+
+// roundTrip sends one command and reads its reply.
+func roundTrip(conn net.Conn, r *bufio.Reader, args ...string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
@@ -137,7 +160,6 @@ func (v *Valkey) Do(args ...string) (string, error) {
 	if _, err := conn.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
-	r := bufio.NewReader(conn)
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,6 +214,13 @@ func recommendation(wp *ballastv1.WorkloadProfile, resourceName string) ballastv
 	return ballastv1.Recommendation{}
 }
 
+// valkeyAuth holds the password of each Valkey address that needs one (valkeyAddr fills
+// it from the chart's generated Secret).
+var (
+	valkeyAuthMu sync.Mutex
+	valkeyAuth   = map[string]string{}
+)
+
 // valkeyCLI runs valkey-cli against addr ("host:port").
 func valkeyCLI(ctx context.Context, addr string, args ...string) (string, error) {
 	host, port, _ := strings.Cut(addr, ":")
@@ -222,7 +230,17 @@ func valkeyCLI(ctx context.Context, addr string, args ...string) (string, error)
 			return "", err
 		}
 	}
-	out, err := run(ctx, bin, append([]string{"-h", host, "-p", port, "--no-raw"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"-h", host, "-p", port, "--no-raw"}, args...)...)
+	valkeyAuthMu.Lock()
+	if pw := valkeyAuth[addr]; pw != "" {
+		cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+pw) // the chart's Valkey requires its password
+	}
+	valkeyAuthMu.Unlock()
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	if err != nil {
+		err = fmt.Errorf("%s %v: %w: %s", bin, args, err, out)
+	}
 	if err == nil && (strings.HasPrefix(out, "(error)") || strings.Contains(out, "DENIED") || strings.HasPrefix(out, "ERR")) {
 		err = fmt.Errorf("valkey-cli %v: %s", args, out) // the cli exits 0 on server errors
 	}

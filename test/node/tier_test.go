@@ -151,7 +151,15 @@ func valkeyAddr(t *testing.T, ctx context.Context) string {
 	if err := n.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: release + "-valkey"}, svc); err != nil {
 		t.Fatal(err)
 	}
-	return svc.Spec.ClusterIP + ":6379"
+	addr := svc.Spec.ClusterIP + ":6379"
+	sec := &corev1.Secret{}
+	if err := n.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: release + "-valkey-auth"}, sec); err != nil {
+		t.Fatalf("the chart's Valkey password Secret: %v", err)
+	}
+	valkeyAuthMu.Lock()
+	valkeyAuth[addr] = string(sec.Data["password"])
+	valkeyAuthMu.Unlock()
+	return addr
 }
 
 // testApply: the same app in a new namespace in apply mode is admitted with the requests

@@ -165,6 +165,7 @@ seccompProfile:
 - --webhook-dns-names={{ include "ballast.webhookServiceName" . }}.{{ .Release.Namespace }}.svc,{{ include "ballast.webhookServiceName" . }}.{{ .Release.Namespace }}.svc.cluster.local
 {{- end }}
 - --redis-url={{ include "ballast.redisURL" . }}
+{{- include "ballast.store.args" . }}
 - --log-level={{ .Values.logging.level }}
 - --log-format={{ .Values.logging.format }}
 {{- range $component := list "webhook" "watcher" "collector" "adjuster" }}
@@ -240,6 +241,10 @@ $(VAR) references are expanded by the kubelet.
 {{- if .Values.agent.ebpf.enabled }}
 - --ebpf
 {{- end }}
+{{- if not .Values.agent.debug.enabled }}
+- --debug-bind-address=0
+{{- end }}
+{{- include "ballast.store.args" . }}
 {{- end -}}
 
 {{- define "ballast.agent.env" -}}
@@ -282,4 +287,92 @@ decimal and binary suffixes and e-notation: "1Gi", "1.5G", "500Mi", "1e9", "1073
 {{- else -}}
 {{- fail (printf "cannot read %q as a storage quantity (unknown suffix %q)" $q $suffix) -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The Secret holding the store password both binaries mount ("" when the store needs none):
+the subchart's (generated <release>-valkey-auth or valkey.auth.existingSecret), or
+store.auth.existingSecret for an external store.
+*/}}
+{{- define "ballast.storeAuthSecret" -}}
+{{- if .Values.valkey.enabled -}}
+{{- if .Values.valkey.auth.enabled -}}
+{{- default (printf "%s-valkey-auth" .Release.Name) .Values.valkey.auth.existingSecret -}}
+{{- end -}}
+{{- else -}}
+{{- .Values.store.auth.existingSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ballast.storeAuthKey" -}}
+{{- if .Values.valkey.enabled -}}
+{{- if .Values.valkey.auth.existingSecret -}}{{ .Values.valkey.auth.existingSecretPasswordKey }}{{- else -}}password{{- end -}}
+{{- else -}}
+{{- .Values.store.auth.passwordKey -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret with the external store's CA bundle (and client certificate), or "". */}}
+{{- define "ballast.storeTLSSecret" -}}
+{{- if not .Values.valkey.enabled -}}{{ .Values.store.tls.existingSecret }}{{- end -}}
+{{- end -}}
+
+{{/* Store flags shared by both binaries: credentials as a mounted file, TLS files. */}}
+{{- define "ballast.store.args" -}}
+{{- if include "ballast.storeAuthSecret" . }}
+- --store-password-file=/etc/ballast/store-auth/password
+{{- end }}
+{{- if and (not .Values.valkey.enabled) .Values.store.auth.username }}
+- --store-username={{ .Values.store.auth.username }}
+{{- end }}
+{{- if include "ballast.storeTLSSecret" . }}
+- --store-tls-ca-file=/etc/ballast/store-tls/ca.crt
+{{- if .Values.store.tls.clientCertificate }}
+- --store-tls-cert-file=/etc/ballast/store-tls/tls.crt
+- --store-tls-key-file=/etc/ballast/store-tls/tls.key
+{{- end }}
+{{- end }}
+{{- if and (not .Values.valkey.enabled) .Values.store.tls.serverName }}
+- --store-tls-server-name={{ .Values.store.tls.serverName }}
+{{- end }}
+{{- end -}}
+
+{{- define "ballast.store.volumeMounts" -}}
+{{- if include "ballast.storeAuthSecret" . }}
+- name: store-auth
+  mountPath: /etc/ballast/store-auth
+  readOnly: true
+{{- end }}
+{{- if include "ballast.storeTLSSecret" . }}
+- name: store-tls
+  mountPath: /etc/ballast/store-tls
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "ballast.store.volumes" -}}
+{{- if include "ballast.storeAuthSecret" . }}
+- name: store-auth
+  secret:
+    secretName: {{ include "ballast.storeAuthSecret" . }}
+    defaultMode: 0444
+    items:
+      - key: {{ include "ballast.storeAuthKey" . }}
+        path: password
+{{- end }}
+{{- with include "ballast.storeTLSSecret" . }}
+- name: store-tls
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0444
+    items:
+      - key: {{ $.Values.store.tls.caKey }}
+        path: ca.crt
+      {{- if $.Values.store.tls.clientCertificate }}
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+      {{- end }}
+{{- end }}
 {{- end -}}

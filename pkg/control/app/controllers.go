@@ -94,7 +94,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	c := mgr.GetClient()
 	var err error
 	pm := policies.NewMetrics(d.Registry)
-	streams := resize.NewStoreOOM(o.RedisURL) // OOM and pressure streams, one lazy connection
+	streams := resize.NewStoreOOMConfig(o.StoreConfig()) // OOM and pressure streams, one lazy connection
 	cs := &Controllers{
 		Config:     config.New(d.Clock, c, d.State, d.kill, o.OperatorNamespace, d.log(ComponentConfig)),
 		Cluster:    policies.NewCluster(d.Clock, c, d.State, pm, d.Events, d.log(ComponentPolicies)),
@@ -144,7 +144,7 @@ func newFallback(mgr ctrl.Manager, o *Options, d Deps) (*fallback.Controller, er
 	if err != nil {
 		return nil, err
 	}
-	fb := fallback.New(d.Clock, mgr.GetClient(), d.State, store.NewProfileReader(o.RedisURL), api,
+	fb := fallback.New(d.Clock, mgr.GetClient(), d.State, store.NewProfileReaderConfig(o.StoreConfig()), api,
 		fallback.NewMetrics(d.Registry), d.Events, d.log(ComponentCollector).WithName("fallback"),
 		fallback.Options{Enabled: o.Fallback, Interval: o.FallbackInterval, EphemeralStorage: o.FallbackEphemeralStorage})
 	if o.FallbackEphemeralStorage {

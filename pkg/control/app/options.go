@@ -11,6 +11,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/logging"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // Options are ballast-control's settings (SPEC §12.2). Flags fall back to environment
@@ -32,15 +33,18 @@ type Options struct {
 	WebhookDNSNames        string
 	OperatorNamespace      string
 	RedisURL               string
-	DryRun                 string
-	LogLevel               string
-	LogFormat              string
-	LogLevelWebhook        string
-	LogLevelWatcher        string
-	LogLevelCollector      string
-	LogLevelAdjuster       string
-	LogStdout              bool
-	LogStdoutFields        string
+	// Store holds the store credentials and TLS settings (the password from a file or
+	// env BALLAST_STORE_PASSWORD, never a flag); its URL is RedisURL.
+	Store             store.Config
+	DryRun            string
+	LogLevel          string
+	LogFormat         string
+	LogLevelWebhook   string
+	LogLevelWatcher   string
+	LogLevelCollector string
+	LogLevelAdjuster  string
+	LogStdout         bool
+	LogStdoutFields   string
 	// Understudy runs the Understudy controller and eviction webhook (SPEC §15); its extra
 	// doom taint keys are comma-separated (§15.3).
 	Understudy                                        bool
@@ -90,6 +94,7 @@ func NewOptions() *Options {
 		WebhookConfigName:      "ballast",
 		OperatorNamespace:      ns,
 		RedisURL:               redis,
+		Store:                  store.ConfigFromEnv(""),
 		DryRun:                 "none",
 		LogLevel:               "info",
 		LogFormat:              "json",
@@ -116,7 +121,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookDNSNames, "webhook-dns-names", o.WebhookDNSNames, "builtin mode: comma-separated serving certificate names/IPs (default <secret's service>.<ns>.svc forms)")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "serve HTTP/2 on the webhook and metrics endpoints")
 	fs.StringVar(&o.OperatorNamespace, "operator-namespace", o.OperatorNamespace, "namespace of the kill-switch ConfigMap and leases (env POD_NAMESPACE)")
-	fs.StringVar(&o.RedisURL, "redis-url", o.RedisURL, "store URL, redis:// or rediss:// (env REDIS_URL)")
+	fs.StringVar(&o.RedisURL, "redis-url", o.RedisURL, "store URL, redis:// or rediss:// (env REDIS_URL); give the password with --store-password-file")
+	o.Store.AddFlags(fs)
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, "none|apply|resize|all")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug|info|warn|error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json|text")
@@ -172,10 +178,20 @@ func (o *Options) Validate() error {
 	if o.FallbackInterval < time.Second {
 		errs = append(errs, fmt.Errorf("--fallback-interval %v: must be at least 1s", o.FallbackInterval))
 	}
+	if err := o.StoreConfig().ValidateFlags(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
 // pressure is the resize controller's pressure fast-raise setting.
 func (o *Options) pressure() resize.PressureOptions {
 	return resize.PressureOptions{Threshold: o.PressureRaiseThreshold / 100, Sustain: o.PressureRaiseSustain}
+}
+
+// StoreConfig is the store configuration: the URL of --redis-url with the store flags.
+func (o *Options) StoreConfig() store.Config {
+	c := o.Store
+	c.URL = o.RedisURL
+	return c
 }

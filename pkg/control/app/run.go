@@ -115,7 +115,7 @@ func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App,
 		deps.Registry = ctrlmetrics.Registry
 	}
 	if deps.Store == nil {
-		deps.Store = store.NewProfileReader(o.RedisURL)
+		deps.Store = store.NewProfileReaderConfig(o.StoreConfig())
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}

@@ -91,6 +91,18 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 		Containers: series.Containers, PodSeries: series.Pod, OOMs: series.OOMs, Previous: wp.Status.Containers,
 	})
 	c.problems.changed(policyName, "")
+	if keep, epoch := c.survivesReset(ctx, &wp.Status, res, now); keep {
+		if !meta.IsStatusConditionTrue(wp.Status.Conditions, ballastv1.ConditionStale) {
+			logf.FromContext(ctx).Info("the store lost this profile's history: keeping its last recommendations, marked Stale, while it re-accrues",
+				"profile", wp.Name, "policy", policyName, "storeEpoch", epoch.UTC().Format(time.RFC3339))
+		}
+		keepThroughReset(&wp.Status, next, res, epoch, wp.Generation, now)
+		c.metrics.setState(wp.Name, StateReady)
+		return interval, nil
+	}
+	if clearStale(next) {
+		logf.FromContext(ctx).Info("profile history re-accrued after a store reset: Stale cleared", "profile", wp.Name, "policy", policyName)
+	}
 	wasMet := wp.Status.MeetsThreshold
 	res.ApplyTo(next)
 	c.applyFallback(wp.Name, next, series.Fallback, wp.Generation, now)

@@ -12,15 +12,19 @@ import (
 // StoreOOM reads OOM streams from the store at a URL, connecting lazily so the control
 // plane starts and keeps running while the store is unreachable.
 type StoreOOM struct {
-	url string
+	cfg store.Config
 
 	mu     sync.Mutex
 	client *store.Client
 	rd     *store.Reader
 }
 
-// NewStoreOOM returns an OOM (and pressure, pressurestore.go) source for the store at url (redis:// or rediss://).
-func NewStoreOOM(url string) *StoreOOM { return &StoreOOM{url: url} }
+// NewStoreOOM returns an OOM (and pressure, pressurestore.go) source for the store at url
+// (redis:// or rediss://).
+func NewStoreOOM(url string) *StoreOOM { return NewStoreOOMConfig(store.Config{URL: url}) }
+
+// NewStoreOOMConfig returns an OOM (and pressure) source for the store cfg names.
+func NewStoreOOMConfig(cfg store.Config) *StoreOOM { return &StoreOOM{cfg: cfg} }
 
 // ReadOOM implements OOMSource.
 func (s *StoreOOM) ReadOOM(ctx context.Context, profile, afterID string) ([]store.OOMRecord, error) {
@@ -36,7 +40,7 @@ func (s *StoreOOM) connect() (*store.Reader, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rd == nil {
-		c, err := store.Open(s.url)
+		c, err := store.OpenConfig(s.cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -68,7 +68,7 @@ func newAgent(o *Options, reg *prometheus.Registry) *Agent {
 		o: o, log: ctrl.Log.WithName("ballast-node"), now: time.Now, reg: reg,
 		buf:      buffer.New(series.DefaultWindow, buffer.Limits{Filed: o.BufferMaxWindows, Pending: o.PendingMaxWindows}),
 		st:       newState(),
-		store:    &storeConn{lazy: store.NewLazy(o.RedisURL)},
+		store:    &storeConn{lazy: store.NewLazyConfig(o.StoreConfig()), redact: o.StoreConfig().Redactor()},
 		oomq:     &oomQueue{},
 		m:        newMetrics(reg),
 		units:    source.NewUnits(reg),
@@ -150,7 +150,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.log.Info("starting", "node", a.o.NodeName, "cgroup", a.cg.Version().String(), "cgroupRoot", a.o.CgroupRoot,
-		"kubelet", a.o.KubeletURL, "store", redactedURL(a.o.RedisURL), "debug", a.o.DebugBindAddress, "debugAuth", a.o.DebugAuth)
+		"kubelet", a.o.KubeletURL, "store", store.RedactURL(a.o.RedisURL), "debug", a.o.DebugBindAddress, "debugAuth", a.o.DebugAuth)
 	errc := make(chan error, 8)
 	var wg sync.WaitGroup
 	start := func(name string, f func(context.Context) error) {

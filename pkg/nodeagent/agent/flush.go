@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +17,8 @@ import (
 // and what the debug view shows of it.
 type storeConn struct {
 	lazy *store.Lazy
+	// redact hides the store's credentials in every message shown or logged.
+	redact *store.Redactor
 
 	mu     sync.Mutex
 	status storeStatus
@@ -38,12 +39,19 @@ type storeStatus struct {
 // writer returns the Writer for layout l, connecting first if needed.
 func (s *storeConn) writer(l series.Layout) (*store.Writer, error) { return s.lazy.Writer(l) }
 
-func (s *storeConn) failed(at time.Time, err error) {
+// failed records a failed store use; changed reports that the error differs from the last
+// one (so the caller logs each distinct problem once, not every flush). The message is
+// redacted: connection errors may quote the store URL.
+func (s *storeConn) failed(at time.Time, err error) (msg string, changed bool) {
+	err = s.lazy.Check(err) // a refused password: reconnect next time, re-reading the file
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	msg = s.redact.String(err.Error())
+	changed = msg != s.status.lastErr
 	s.status.connected = false
-	s.status.lastErr, s.status.lastErrAt = err.Error(), at
+	s.status.lastErr, s.status.lastErrAt = msg, at
 	s.status.consecutiveFailures++
+	return msg, changed
 }
 
 func (s *storeConn) succeeded(at time.Time, d time.Duration, windows int, samples int64) {
@@ -63,18 +71,6 @@ func (s *storeConn) snapshot() storeStatus {
 }
 
 func (s *storeConn) close() { s.lazy.Close() }
-
-// redactedURL hides credentials of the store URL for display.
-func redactedURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable)"
-	}
-	if u.User != nil {
-		u.User = url.User("xxxxx")
-	}
-	return u.String()
-}
 
 // layout is the store layout for the current retention window (as the control plane
 // derives it, series.DefaultLayout).
@@ -112,7 +108,9 @@ func (a *Agent) flushOnce(ctx context.Context, now time.Time) {
 	a.buf.Expire(now, l.TTL())
 	w, err := a.store.writer(l)
 	if err != nil {
-		a.store.failed(now, err)
+		if msg, changed := a.store.failed(now, err); changed {
+			a.log.Info("store unavailable; samples stay buffered and every flush retries", "error", msg)
+		}
 		a.m.storeUp.Set(0)
 		a.m.flushes.WithLabelValues("unavailable").Inc()
 		return
@@ -205,10 +203,10 @@ func (a *Agent) flushBatch(ctx context.Context, w *store.Writer, l series.Layout
 		// A failed update was not applied, or its outcome is unknown after a connection
 		// error; keeping it loses nothing at the rare risk of counting it twice.
 		a.buf.Return(retry)
-		a.store.failed(now, err)
+		msg, _ := a.store.failed(now, err)
 		a.m.storeUp.Set(0)
 		a.m.flushes.WithLabelValues("error").Inc()
-		a.log.V(1).Info("flush failed, windows kept", "failed", len(retry), "of", len(valid), "error", err.Error())
+		a.log.V(1).Info("flush failed, windows kept", "failed", len(retry), "of", len(valid), "error", msg)
 		return false
 	}
 	a.store.succeeded(now, d, windows, samples)

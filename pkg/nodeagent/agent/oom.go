@@ -203,7 +203,7 @@ func (a *Agent) writeOOM(ctx context.Context, it oomItem) bool {
 		cancel()
 	}
 	if err != nil {
-		a.store.failed(a.now(), err)
+		_, _ = a.store.failed(a.now(), err)
 		a.m.storeUp.Set(0)
 		a.units.Fail(sourceOOM, a.now(), "write", err)
 		a.queueOOM(it)

@@ -17,6 +17,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/cli"
 	"github.com/ballastk8s/ballast/pkg/logging"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // Service-account files mounted into every pod; the defaults of the kubelet client.
@@ -36,6 +37,9 @@ const DefaultKubeletMinInterval = 10 * time.Second
 type Options struct {
 	NodeName string
 	RedisURL string
+	// Store holds the store credentials and TLS settings (the password from a file or env
+	// BALLAST_STORE_PASSWORD, never a flag); its URL is RedisURL.
+	Store store.Config
 
 	CgroupRoot    string
 	CgroupDriver  string
@@ -77,6 +81,7 @@ func NewOptions() *Options {
 	o := &Options{
 		NodeName:               os.Getenv("NODE_NAME"),
 		RedisURL:               "redis://localhost:6379",
+		Store:                  store.ConfigFromEnv(""),
 		CgroupRoot:             "/sys/fs/cgroup",
 		CgroupDriver:           "auto",
 		CgroupVersion:          "auto",
@@ -123,7 +128,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	boolean := func(p *bool, name, usage string) { fs.BoolVar(p, name, *p, usage) }
 
 	str(&o.NodeName, "node-name", "name of this node; only its pods are sampled (env NODE_NAME)")
-	str(&o.RedisURL, "redis-url", "store URL, redis:// or rediss:// (env REDIS_URL)")
+	str(&o.RedisURL, "redis-url", "store URL, redis:// or rediss:// (env REDIS_URL); give the password with --store-password-file")
+	o.Store.AddFlags(fs)
 	str(&o.CgroupRoot, "cgroup-root", "host cgroup hierarchy as mounted into the agent")
 	str(&o.CgroupDriver, "cgroup-driver", "kubelet cgroup driver: auto, systemd or cgroupfs")
 	str(&o.CgroupVersion, "cgroup-version", "cgroup hierarchy version: auto, v1 or v2")
@@ -161,6 +167,7 @@ func (o *Options) Validate() error {
 	if o.RedisURL == "" {
 		errs = append(errs, errors.New("--redis-url (env REDIS_URL) is required"))
 	}
+	errs = append(errs, o.StoreConfig().ValidateFlags())
 	if o.CgroupRoot == "" {
 		errs = append(errs, errors.New("--cgroup-root must not be empty"))
 	}
@@ -209,4 +216,11 @@ func (o *Options) Validate() error {
 // SetupLogging installs the process logger per --log-level and --log-format.
 func (o *Options) SetupLogging() {
 	ctrl.SetLogger(logging.New(o.LogLevel, o.LogFormat, os.Stderr))
+}
+
+// StoreConfig is the store configuration: the URL of --redis-url with the store flags.
+func (o *Options) StoreConfig() store.Config {
+	c := o.Store
+	c.URL = o.RedisURL
+	return c
 }

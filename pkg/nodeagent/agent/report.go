@@ -8,6 +8,7 @@ import (
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // report builds the debug endpoint's view.
@@ -17,7 +18,7 @@ func (a *Agent) report(f debug.Filter) debug.Report {
 	ss := a.store.snapshot()
 	r := debug.Report{
 		Node: a.o.NodeName, Time: now, OOMQueued: a.oomq.len(),
-		Store: debug.StoreReport{URL: redactedURL(a.o.RedisURL), Connected: ss.connected, LastFlush: ss.lastFlush,
+		Store: debug.StoreReport{URL: store.RedactURL(a.o.RedisURL), Connected: ss.connected, LastFlush: ss.lastFlush,
 			LastFlushWindows: ss.lastFlushWindows, LastError: ss.lastErr, LastErrorAt: ss.lastErrAt,
 			ConsecutiveFailures: ss.consecutiveFailures, FlushedWindows: ss.flushedWindows, FlushedSamples: ss.flushedSamples},
 		Buffer: debug.BufferReport{Filed: bs.Filed, FiledLimit: bs.Limits.Filed, Pending: bs.Pending,

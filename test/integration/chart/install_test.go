@@ -85,6 +85,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	caBundle := mwc.Webhooks[0].ClientConfig.CABundle
+	storePassword := valkeyPassword(t, cx)
 
 	// Upgrade with a changed value.
 	if out, err := helmDo("upgrade", release, chartDir(), "--set", "logging.level=debug"); err != nil {
@@ -111,6 +112,10 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	if !bytes.Equal(mwc.Webhooks[0].ClientConfig.CABundle, caBundle) {
 		t.Error("the upgrade dropped the caBundle ballast-control wrote into the webhook configuration")
+	}
+
+	if got := valkeyPassword(t, cx); got != storePassword {
+		t.Error("the upgrade changed the generated Valkey password (the Secret must be looked up and kept)")
 	}
 
 	checkLiveStorageGuards(t, cx, helmDo)
@@ -261,6 +266,7 @@ func checkUninstalled(t *testing.T, cx context.Context) {
 		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ballast-node"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ballast-webhook"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ballast-valkey"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ballast-valkey-auth"}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fullname}},
 		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fullname}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: fullname}},
@@ -299,4 +305,18 @@ func crdHookObjects() []client.Object {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: n}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: n}},
 	}
+}
+
+// valkeyPassword is the password in the chart's generated Secret; it must be a usable one.
+func valkeyPassword(t *testing.T, cx context.Context) string {
+	t.Helper()
+	sec := &corev1.Secret{}
+	if err := srv.Kube.Client.Get(cx, client.ObjectKey{Namespace: namespace, Name: release + "-valkey-auth"}, sec); err != nil {
+		t.Fatalf("the generated Valkey password Secret: %v", err)
+	}
+	pw := string(sec.Data["password"])
+	if len(pw) < 32 {
+		t.Fatalf("generated Valkey password has %d characters, want ≥ 32", len(pw))
+	}
+	return pw
 }

@@ -111,11 +111,12 @@ type object struct {
 type manifests struct {
 	byKey map[string]object
 	order []string
+	raw   string // the rendered text
 }
 
 func parseManifests(t *testing.T, out string) *manifests {
 	t.Helper()
-	m := &manifests{byKey: map[string]object{}}
+	m := &manifests{byKey: map[string]object{}, raw: out}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(out)))
 	for {
 		doc, err := r.Read()

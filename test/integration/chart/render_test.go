@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/crds"
 )
 
 func TestLint(t *testing.T) {
@@ -58,13 +59,16 @@ func TestRenderDefaults(t *testing.T) {
 		"Job/ballast-crd-upgrade",
 		"MetricsSource/kubelet-summary", "MetricsSource/kubernetes-metrics",
 		"MutatingWebhookConfiguration/ballast",
+		"NetworkPolicy/ballast-valkey",
 		"PersistentVolumeClaim/ballast-valkey",
 		"Pod/ballast-test-webhook",
 		"PodDisruptionBudget/ballast",
 		"Role/ballast-killswitch", "Role/ballast-leader-election",
 		"RoleBinding/ballast-killswitch", "RoleBinding/ballast-leader-election",
+		"Secret/ballast-valkey-auth",
 		"Service/ballast-valkey", "Service/ballast-webhook",
 		"ServiceAccount/ballast", "ServiceAccount/ballast-crd-upgrade", "ServiceAccount/ballast-node",
+		"ValidatingAdmissionPolicy/ballast-control-pod-patches", "ValidatingAdmissionPolicyBinding/ballast-control-pod-patches",
 		"ValidatingWebhookConfiguration/ballast",
 	}
 	slices.Sort(want)
@@ -72,7 +76,8 @@ func TestRenderDefaults(t *testing.T) {
 		t.Errorf("rendered objects (-want +got):\n%s", diff)
 	}
 	clusterScoped := map[string]bool{"BallastConfig": true, "ClusterResourcePolicy": true, "ClusterRole": true,
-		"ClusterRoleBinding": true, "MetricsSource": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true}
+		"ClusterRoleBinding": true, "MetricsSource": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
+		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	for _, k := range m.order {
 		o := m.byKey[k]
 		if clusterScoped[o.Kind] != (o.Namespace == "") || (o.Namespace != "" && o.Namespace != namespace) {
@@ -88,18 +93,23 @@ func TestRenderDefaults(t *testing.T) {
 			"--webhook-cert-path=/certs/webhook",
 			"--webhook-cert-mode=files",
 			"--redis-url=redis://ballast-valkey:6379",
+			"--store-password-file=/etc/ballast/store-auth/password",
 			"--log-level=info",
 			"--log-format=json",
 			"--leader-elect",
 		})
 		d := &appsv1.Deployment{}
 		m.decode(t, "Deployment", fullname, d)
+		mode := int32(0o444)
 		want := []corev1.Volume{{Name: "webhook-cert", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: "ballast-webhook-cert"}}}}
+			Secret: &corev1.SecretVolumeSource{SecretName: "ballast-webhook-cert"}}},
+			{Name: "store-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "ballast-valkey-auth",
+				DefaultMode: &mode, Items: []corev1.KeyToPath{{Key: "password", Path: "password"}}}}}}
 		if diff := cmp.Diff(want, d.Spec.Template.Spec.Volumes); diff != "" {
 			t.Errorf("volumes (-want +got):\n%s", diff)
 		}
-		if mt := d.Spec.Template.Spec.Containers[0].VolumeMounts; len(mt) != 1 || mt[0].MountPath != "/certs/webhook" || !mt[0].ReadOnly {
+		if mt := d.Spec.Template.Spec.Containers[0].VolumeMounts; len(mt) != 2 || mt[0].MountPath != "/certs/webhook" || !mt[0].ReadOnly ||
+			mt[1].MountPath != "/etc/ballast/store-auth" || !mt[1].ReadOnly {
 			t.Errorf("volume mounts: %+v", mt)
 		}
 	})
@@ -139,8 +149,8 @@ func TestRenderDefaults(t *testing.T) {
 		ks := &rbacv1.Role{}
 		m.decode(t, "Role", "ballast-killswitch", ks)
 		wantKS := []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{ballastv1.KillSwitchConfigMap}, Verbs: []string{"get"}},
+			// Only the one ConfigMap, listed and watched by field selector metadata.name.
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{ballastv1.KillSwitchConfigMap}, Verbs: []string{"get", "list", "watch"}},
 		}
 		if diff := cmp.Diff(wantKS, ks.Rules); diff != "" {
 			t.Errorf("kill-switch rules (-want +got):\n%s", diff)
@@ -504,8 +514,24 @@ func checkCRDHook(t *testing.T, m *manifests) {
 	}
 	cr := &rbacv1.ClusterRole{}
 	m.decode(t, "ClusterRole", name, cr)
-	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
-		Verbs: []string{"get", "list", "create", "patch", "update"}}}
+	// Patch only Ballast's own CRDs (every one the chart ships); create cannot be limited by name.
+	ms, err := ballastv1.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := crds.Decode(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []string
+	for _, o := range objs {
+		own = append(own, o.GetName())
+	}
+	slices.Sort(own)
+	wantRules := []rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: own,
+			Verbs: []string{"get", "patch", "update"}}}
 	if diff := cmp.Diff(wantRules, cr.Rules); diff != "" {
 		t.Errorf("hook rules (-want +got):\n%s", diff)
 	}

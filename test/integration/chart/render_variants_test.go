@@ -33,6 +33,7 @@ func TestRenderBuiltinCertificates(t *testing.T) {
 		"--webhook-config-name=ballast",
 		"--webhook-dns-names=ballast-webhook.ballast-system.svc,ballast-webhook.ballast-system.svc.cluster.local",
 		"--redis-url=redis://ballast-valkey:6379",
+		"--store-password-file=/etc/ballast/store-auth/password",
 		"--log-level=info",
 		"--log-format=json",
 		"--leader-elect",
@@ -40,10 +41,10 @@ func TestRenderBuiltinCertificates(t *testing.T) {
 	d := &appsv1.Deployment{}
 	m.decode(t, "Deployment", fullname, d)
 	vols := d.Spec.Template.Spec.Volumes
-	if len(vols) != 1 || vols[0].EmptyDir == nil {
+	if len(vols) != 2 || vols[0].EmptyDir == nil || vols[1].Name != "store-auth" {
 		t.Errorf("builtin mode needs a writable emptyDir at the cert path: %+v", vols)
 	}
-	if mt := d.Spec.Template.Spec.Containers[0].VolumeMounts; len(mt) != 1 || mt[0].MountPath != "/certs/webhook" || mt[0].ReadOnly {
+	if mt := d.Spec.Template.Spec.Containers[0].VolumeMounts; len(mt) != 2 || mt[0].MountPath != "/certs/webhook" || mt[0].ReadOnly {
 		t.Errorf("volume mounts: %+v", mt)
 	}
 	checkControlRBAC(t, m, []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"},

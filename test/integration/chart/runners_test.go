@@ -196,6 +196,17 @@ func runControlPlane(t *testing.T, cx context.Context, control string) {
 			a = fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", healthPort)
 		case strings.HasPrefix(a, "--webhook-cert-path="):
 			a = "--webhook-cert-path=" + t.TempDir()
+		case strings.HasPrefix(a, "--store-password-file="):
+			// The file the pod would mount: the chart's generated Secret, as the kubelet writes it.
+			sec := &corev1.Secret{}
+			if err := c.Get(cx, client.ObjectKey{Namespace: namespace, Name: release + "-valkey-auth"}, sec); err != nil {
+				t.Fatalf("the store password Secret the Deployment mounts: %v", err)
+			}
+			f := filepath.Join(t.TempDir(), "password")
+			if err := os.WriteFile(f, sec.Data["password"], 0o400); err != nil {
+				t.Fatal(err)
+			}
+			a = "--store-password-file=" + f
 		}
 		args = append(args, a)
 	}

@@ -21,6 +21,10 @@ const (
 	// them (MeasuredThroughMetricsAPI) or nothing does (MetricsAPIUnavailable,
 	// FallbackDisabled).
 	ConditionAgentCoverage = "AgentCoverage"
+	// ConditionStale is True while a profile serves recommendations the store can no
+	// longer back: the store lost its history (reason StoreReset) and the last good
+	// recommendations are kept until the history re-accrues; removed then.
+	ConditionStale = "Stale"
 
 	ReasonValid             = "Valid"
 	ReasonSamplesCollected  = "SamplesCollected"
@@ -33,6 +37,7 @@ const (
 	ReasonMeasuredThroughMetricsAPI = "MeasuredThroughMetricsAPI"
 	ReasonMetricsAPIUnavailable     = "MetricsAPIUnavailable"
 	ReasonFallbackDisabled          = "FallbackDisabled"
+	ReasonStoreReset                = "StoreReset"
 )
 
 // Policy kinds as they appear in PolicyRef.

@@ -15,3 +15,13 @@ app.kubernetes.io/part-of: ballast
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
+
+{{/* The Secret holding the password: the named one, or the generated <release>-valkey-auth. */}}
+{{- define "valkey.authSecretName" -}}
+{{- default (printf "%s-valkey-auth" .Release.Name) .Values.auth.existingSecret -}}
+{{- end -}}
+
+{{/* The key of the password in that Secret ("password" in the generated one). */}}
+{{- define "valkey.authSecretKey" -}}
+{{- if .Values.auth.existingSecret -}}{{ .Values.auth.existingSecretPasswordKey }}{{- else -}}password{{- end -}}
+{{- end -}}
