@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -96,14 +97,14 @@ func (o *nodeOptions) run(cmd *cobra.Command, node string) error {
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
-	rep, err := fetchReport(cmd.Context(), cs, pod, port, token, o.pod)
+	rep, err := fetchReport(cmd.Context(), cfg, cs, pod, port, token, o.pod)
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
 	if o.output != "" && o.output != "table" {
 		return printStructured(o.out(), o.output, rep)
 	}
-	return writeNodeReport(o.out(), pod, rep)
+	return WriteNodeReport(o.out(), pod, rep)
 }
 
 // callerToken returns the bearer token the caller's kubeconfig sends to the API server. It
@@ -178,33 +179,51 @@ func (o *nodeOptions) agentPod(ctx context.Context, cs kubernetes.Interface, ns,
 
 // fetchReport gets the agent's JSON report through pods/proxy over TLS, with the caller's
 // token in debug.ProxyAuthHeader (the API server removes Authorization before proxying).
-func fetchReport(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, port int, token, podFilter string) (debug.Report, error) {
+// The request goes through the caller's own HTTP client, so the API server authenticates
+// and authorizes the caller as for any kubectl request.
+func fetchReport(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, pod *corev1.Pod, port int, token, podFilter string) (debug.Report, error) {
 	req := cs.CoreV1().RESTClient().Get().Namespace(pod.Namespace).Resource("pods").
-		Name("https:" + pod.Name + ":" + strconv.Itoa(port)).SubResource("proxy").Suffix(debug.Path).
-		SetHeader(debug.ProxyAuthHeader, "Bearer "+token).SetHeader("Accept", "application/json")
+		Name("https:" + pod.Name + ":" + strconv.Itoa(port)).SubResource("proxy").Suffix(debug.Path)
 	if podFilter != "" {
 		req = req.Param("pod", podFilter)
 	}
-	res := req.Do(ctx)
-	var code int
-	res.StatusCode(&code)
-	body, err := res.Raw()
-	if code == http.StatusOK && err == nil {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return debug.Report{}, fmt.Errorf("connecting to the API server: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL().String(), nil)
+	if err != nil {
+		return debug.Report{}, err
+	}
+	hreq.Header.Set(debug.ProxyAuthHeader, "Bearer "+token)
+	hreq.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(hreq)
+	if err != nil {
+		return debug.Report{}, fmt.Errorf("reaching the agent pod %s/%s through the API server: %w", pod.Namespace, pod.Name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReportBytes))
+	if err != nil {
+		return debug.Report{}, fmt.Errorf("reading the agent's report: %w", err)
+	}
+	if resp.StatusCode == http.StatusOK {
 		var rep debug.Report
 		if err := json.Unmarshal(body, &rep); err != nil {
 			return debug.Report{}, fmt.Errorf("decoding the agent's report: %w", err)
 		}
 		return rep, nil
 	}
+	// The API server answers its own refusals with a Status object; anything else is the
+	// agent's answer, proxied as it came.
 	var st metav1.Status
 	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
-		return debug.Report{}, fmt.Errorf("the API server refused (HTTP %d): %s", code, st.Message)
+		return debug.Report{}, fmt.Errorf("the API server refused (HTTP %d): %s", resp.StatusCode, st.Message)
 	}
-	if code == 0 {
-		return debug.Report{}, fmt.Errorf("reaching the agent pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	return debug.Report{}, fmt.Errorf("the agent on %s refused (HTTP %d): %s", pod.Spec.NodeName, code, strings.TrimSpace(string(body)))
+	return debug.Report{}, fmt.Errorf("the agent on %s refused (HTTP %d): %s", pod.Spec.NodeName, resp.StatusCode, strings.TrimSpace(string(body)))
 }
+
+// maxReportBytes bounds what the plugin reads of one report.
+const maxReportBytes = 64 << 20
 
 // nodeNames completes NODE.
 func (o *nodeOptions) nodeNames(ctx context.Context) []string {

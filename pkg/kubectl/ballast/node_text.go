@@ -15,9 +15,9 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 )
 
-// writeNodeReport renders the agent's report like kubectl describe: a header of key facts,
+// WriteNodeReport renders the agent's report like kubectl describe: a header of key facts,
 // then one table per kind of thing (sources, pods, last samples, series windows).
-func writeNodeReport(w io.Writer, agent *corev1.Pod, r debug.Report) error {
+func WriteNodeReport(w io.Writer, agent *corev1.Pod, r debug.Report) error {
 	b := bufio.NewWriter(w)
 	ago := func(t time.Time) string { return age(r.Time, t) }
 	kv := newTable(b)

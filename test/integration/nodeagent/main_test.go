@@ -40,7 +40,20 @@ func TestMain(m *testing.M) {
 		return
 	}
 	harness.Logger()
-	harness.Main(m, harness.Need{Kube: true, Valkey: true}, &srv)
+	// The API server reaches agent pods (pods/proxy, nodeview_test.go) through egress.
+	dir, err := os.MkdirTemp("", "ballast-egress-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	proxy, egressConfig, err := startEgressProxy(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "egress proxy:", err)
+		os.Exit(1)
+	}
+	_ = proxy // serves until the process exits (harness.Main exits; the kernel closes it)
+	harness.Main(m, harness.Need{Kube: true, Valkey: true,
+		KubeOptions: harness.KubeOptions{APIServerFlags: map[string]string{"egress-selector-config-file": egressConfig}}}, &srv)
 }
 
 var (
