@@ -19,6 +19,7 @@ const (
 // per-source ones (cycle duration, source errors, source up) are source.Units'.
 type metrics struct {
 	samples        *prometheus.CounterVec
+	rejected       *prometheus.CounterVec
 	seriesFlushed  prometheus.Counter
 	samplesFlushed prometheus.Counter
 	flushes        *prometheus.CounterVec
@@ -35,6 +36,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ballast_node_samples_total",
 			Help: "Samples recorded into local windows, by resource, signal and source.",
 		}, []string{"resource", "signal", "source"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ballast_node_samples_rejected_total",
+			Help: "Samples not recorded, by resource, signal, source and reason (above_node_capacity, above_ceiling: implausible readings; invalid: no histogram takes the value).",
+		}, []string{"resource", "signal", "source", "reason"}),
 		seriesFlushed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ballast_node_series_flushed_total",
 			Help: "Series windows written to Valkey (one per series and window per flush).",
@@ -69,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 when the last flush or OOM write reached Valkey, else 0.",
 		}),
 	}
-	reg.MustRegister(m.samples, m.seriesFlushed, m.samplesFlushed, m.flushes,
+	reg.MustRegister(m.samples, m.rejected, m.seriesFlushed, m.samplesFlushed, m.flushes,
 		m.flushDuration, m.flushBytes, m.oomEvents, m.pods, m.storeUp)
 	return m
 }

@@ -71,7 +71,7 @@ func (a *Agent) regroup(groups map[time.Duration]*group, snap discovery.Snapshot
 		paused, pods = "BallastConfig ballast not found: nothing is measured (SPEC §2.1)", nil
 	}
 	a.retention.Store(int64(snap.Retention))
-	a.setPods(pods, paused, now)
+	a.setPods(pods, snap.Capacity, paused, now)
 	by := map[time.Duration][]discovery.Pod{}
 	for _, p := range pods {
 		by[p.Interval] = append(by[p.Interval], p)
@@ -93,9 +93,10 @@ func (a *Agent) regroup(groups map[time.Duration]*group, snap discovery.Snapshot
 }
 
 // setPods makes pods the state's pod set and stops watching containers that are gone.
-func (a *Agent) setPods(pods []discovery.Pod, paused string, now time.Time) {
+func (a *Agent) setPods(pods []discovery.Pod, capacity discovery.Capacity, paused string, now time.Time) {
 	a.st.mu.Lock()
 	a.st.paused = paused
+	a.st.capacity = capacity
 	gone := a.st.setPodsLocked(pods, now)
 	bound, unbound := 0, 0
 	for _, p := range pods {
@@ -237,7 +238,15 @@ func (a *Agent) recordLocked(p discovery.Pod, cs *ctrState, resource, signal str
 	if cs != nil {
 		sr.Container = cs.name
 	}
+	if reason, msg := implausible(a.st.capacity, resource, v); reason != "" {
+		a.m.rejected.WithLabelValues(resource, signal, source, reason).Inc()
+		if cs != nil {
+			cs.errorLocked(source, fmt.Sprintf("%s/%s sample %.0f rejected: %s", resource, signal, v, msg), at)
+		}
+		return
+	}
 	if err := a.buf.Add(p.Hash, p.UID, sr, v, at); err != nil {
+		a.m.rejected.WithLabelValues(resource, signal, source, rejectInvalid).Inc()
 		if cs != nil {
 			cs.errorLocked(source, fmt.Sprintf("%s/%s sample %v rejected: %v", resource, signal, v, err), at)
 		}

@@ -22,6 +22,8 @@ type state struct {
 	tallies  map[tallyKey]*tally
 	paused   string
 	gen      uint64
+	// capacity bounds plausible samples (bounds.go).
+	capacity discovery.Capacity
 }
 
 type podState struct {

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/series"
@@ -60,6 +62,28 @@ type Snapshot struct {
 	// Pods are the enrolled pods of the node, resolved, sorted by namespace/name. The
 	// slice is shared between snapshots: callers must not modify it.
 	Pods []Pod
+	// Capacity is the node's capacity (zero while its Node object is not known).
+	Capacity Capacity
+}
+
+// Capacity is what a node can give a container at most; a zero field is unknown.
+type Capacity struct {
+	MilliCPU, MemoryBytes, EphemeralStorageBytes int64
+}
+
+// CapacityOf reads a Node's status.capacity.
+func CapacityOf(c corev1.ResourceList) Capacity {
+	var out Capacity
+	if q, ok := c[corev1.ResourceCPU]; ok {
+		out.MilliCPU = q.MilliValue()
+	}
+	if q, ok := c[corev1.ResourceMemory]; ok {
+		out.MemoryBytes = q.Value()
+	}
+	if q, ok := c[corev1.ResourceEphemeralStorage]; ok {
+		out.EphemeralStorageBytes = q.Value()
+	}
+	return out
 }
 
 // Build resolves pods against in and sorts them; pure.

@@ -48,6 +48,7 @@ type Watcher struct {
 	ns       map[string][]ballastv1.MetricSpec // "<ns>/<name>" → metrics
 	sources  map[string]policy.Source
 	hashes   map[string]string
+	capacity Capacity
 	built    []Pod
 	builtVer uint64
 }
@@ -88,6 +89,8 @@ func NewWatcher(cfg *rest.Config, o Options) (*Watcher, error) {
 				Label: labels.NewSelector().Add(*enrolled),
 			},
 			&ballastv1.BallastConfig{}: {Field: fields.OneTermEqualSelector("metadata.name", ballastv1.BallastConfigName)},
+			// Its own Node only, for the capacity that bounds plausible samples.
+			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", o.NodeName), Transform: slimNode},
 			// Profiles carry statistics the agent does not need; keep name → hash only.
 			&ballastv1.WorkloadProfile{}: {Transform: slimProfile},
 		},
@@ -128,6 +131,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		{&ballastv1.ClusterResourcePolicy{}, w.upsertClusterPolicy, w.removeClusterPolicy},
 		{&ballastv1.ResourcePolicy{}, w.upsertPolicy, w.removePolicy},
 		{&ballastv1.WorkloadProfile{}, w.upsertProfile, w.removeProfile},
+		{&corev1.Node{}, w.upsertNode, w.removeNode},
 	}
 	for _, h := range handlers {
 		inf, err := w.cache.GetInformer(ctx, h.obj)
@@ -194,7 +198,7 @@ func (w *Watcher) Snapshot() Snapshot {
 		w.built, w.builtVer = Build(slices.Collect(maps.Values(w.pods)), in), w.version
 	}
 	s := Snapshot{Version: w.version, Synced: w.synced, ConfigFound: w.config != nil,
-		Retention: ballastv1.DefaultRetentionWindow, Pods: w.built}
+		Retention: ballastv1.DefaultRetentionWindow, Pods: w.built, Capacity: w.capacity}
 	if w.config != nil {
 		s.Retention, _ = ballastv1.RetentionWindow(*w.config)
 	}
@@ -338,5 +342,34 @@ func (w *Watcher) set(f func() bool) {
 	defer w.mu.Unlock()
 	if f() {
 		w.touchLocked()
+	}
+}
+
+// slimNode keeps the name and capacity of a Node.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion},
+		Status: corev1.NodeStatus{Capacity: n.Status.Capacity}}, nil
+}
+
+func (w *Watcher) upsertNode(o client.Object) {
+	n, ok := o.(*corev1.Node)
+	if !ok || n.Name != w.opts.NodeName {
+		return
+	}
+	w.set(func() bool {
+		next := CapacityOf(n.Status.Capacity)
+		changed := next != w.capacity
+		w.capacity = next
+		return changed
+	})
+}
+
+func (w *Watcher) removeNode(o client.Object) {
+	if o.GetName() == w.opts.NodeName {
+		w.set(func() bool { w.capacity = Capacity{}; return true })
 	}
 }

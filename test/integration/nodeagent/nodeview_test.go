@@ -53,9 +53,10 @@ func TestNodeViewThroughPodsProxy(t *testing.T) {
 	tree := newSim(t)
 	prof, hash := newName("web"), newHash()
 	createProfile(t, prof, hash)
-	pod := &podSpec{ns: ns, name: "web-1", node: node, profile: prof, policy: "fast", containers: []string{"app"}}
+	// hog reads 16 GiB on an 8 GiB node: implausible, so its memory samples are rejected.
+	pod := &podSpec{ns: ns, name: "web-1", node: node, profile: prof, policy: "fast", containers: []string{"app", "hog"}}
 	pod.create(t)
-	tree.addPod(t, pod, 0, map[string]simCtr{"app": {milli: 250, v: memValues(100*mi, 0)}})
+	tree.addPod(t, pod, 0, map[string]simCtr{"app": {milli: 250, v: memValues(100*mi, 0)}, "hog": {milli: 250, v: memValues(16<<30, 0)}})
 
 	port, err := harness.FreePort()
 	if err != nil {
@@ -104,13 +105,27 @@ func TestNodeViewThroughPodsProxy(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			return err
 		}
-		if len(rep.Pods) != 1 || len(rep.Pods[0].Containers) != 1 || len(rep.Pods[0].Containers[0].Last) < 3 || len(rep.Series) < 3 || rep.Store.FlushedWindows == 0 {
-			return fmt.Errorf("cpu, memory and peak not sampled and flushed yet: %d pods, %d series, %d windows written", len(rep.Pods), len(rep.Series), rep.Store.FlushedWindows)
+		if len(rep.Pods) != 1 || len(rep.Pods[0].Containers) != 2 {
+			return fmt.Errorf("pod not seen yet: %+v", rep.Pods)
+		}
+		app, hog := rep.Pods[0].Containers[0], rep.Pods[0].Containers[1]
+		if len(app.Last) < 3 || len(hog.Last) < 1 || len(hog.Errors) < 1 || len(rep.Series) < 4 || rep.Store.FlushedWindows == 0 {
+			return fmt.Errorf("not sampled, rejected and flushed yet: %d+%d last samples, %d errors, %d series, %d windows written",
+				len(app.Last), len(hog.Last), len(hog.Errors), len(rep.Series), rep.Store.FlushedWindows)
 		}
 		return nil
 	})
 	if rep.Node != node || rep.Pods[0].Hash != hash {
 		t.Errorf("report of node %q, pod hash %q; want %q, %q", rep.Node, rep.Pods[0].Hash, node, hash)
+	}
+	// The Node's capacity bounds the samples: hog's memory never reaches a series.
+	for _, s := range rep.Series {
+		if s.Container == "hog" && s.Resource == "memory" {
+			t.Errorf("implausible memory of hog recorded: %+v", s)
+		}
+	}
+	if n, err := a.metric("ballast_node_samples_rejected_total", `reason="above_node_capacity"`); err != nil || n < 1 {
+		t.Errorf("ballast_node_samples_rejected_total{reason=above_node_capacity} = %v (err %v), want ≥ 1", n, err)
 	}
 	table := runPlugin(t, kc["viewer"], "node", node, "-n", ns)
 	if table.code != 0 || !strings.Contains(table.stdout, "Node:") || !strings.Contains(table.stdout, ns+"/web-1") {
@@ -146,7 +161,6 @@ func TestNodeViewThroughPodsProxy(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("pods/proxy listener without a token: %d, want 401", resp.StatusCode)
 	}
-	_ = a
 }
 
 // createAgentPod creates the agent's Pod object as the chart renders it (labels, the
@@ -226,6 +240,9 @@ func stableReport(r debug.Report, root string) debug.Report {
 		for j := range p.Containers {
 			c := &p.Containers[j]
 			c.ContainerID = "containerd://4a3b"
+			for k := range c.Errors {
+				c.Errors[k].At, c.Errors[k].Count = at.Add(-time.Second), 30
+			}
 			for k := range c.Last {
 				c.Last[k].At = at.Add(-time.Second)
 				if strings.HasPrefix(c.Last[k].Signal, "cpu") {
