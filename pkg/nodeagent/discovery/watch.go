@@ -78,7 +78,7 @@ func NewWatcher(cfg *rest.Config, o Options) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cache.New(cfg, cache.Options{
+	c, err := cache.New(waitForServer(cfg), cache.Options{
 		Scheme:           scheme,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
