@@ -69,6 +69,9 @@ func WriteNodeReport(w io.Writer, agent *corev1.Pod, r debug.Report) error {
 			if p.Unbound {
 				state = "unbound (samples held)"
 			}
+			if p.ProfileRefIgnored {
+				state = "profile-ref ignored (not its labels' profile; samples held)"
+			}
 			if p.Terminating {
 				state += ", terminating"
 			}

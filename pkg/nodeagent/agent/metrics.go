@@ -20,6 +20,7 @@ const (
 type metrics struct {
 	samples        *prometheus.CounterVec
 	rejected       *prometheus.CounterVec
+	refsIgnored    prometheus.Counter
 	seriesFlushed  prometheus.Counter
 	samplesFlushed prometheus.Counter
 	flushes        *prometheus.CounterVec
@@ -40,6 +41,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ballast_node_samples_rejected_total",
 			Help: "Samples not recorded, by resource, signal, source and reason (above_node_capacity, above_ceiling: implausible readings; invalid: no histogram takes the value).",
 		}, []string{"resource", "signal", "source", "reason"}),
+		refsIgnored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ballast_node_profile_refs_ignored_total",
+			Help: "Pods whose profile-ref annotation names a profile their own labels and namespace do not resolve to (counted once per pod and ref; their samples are held, never filed under it).",
+		}),
 		seriesFlushed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ballast_node_series_flushed_total",
 			Help: "Series windows written to Valkey (one per series and window per flush).",
@@ -74,7 +79,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 when the last flush or OOM write reached Valkey, else 0.",
 		}),
 	}
-	reg.MustRegister(m.samples, m.rejected, m.seriesFlushed, m.samplesFlushed, m.flushes,
+	reg.MustRegister(m.samples, m.rejected, m.refsIgnored, m.seriesFlushed, m.samplesFlushed, m.flushes,
 		m.flushDuration, m.flushBytes, m.oomEvents, m.pods, m.storeUp)
 	return m
 }

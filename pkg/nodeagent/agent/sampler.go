@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 	"strings"
 	"time"
 
@@ -98,6 +99,7 @@ func (a *Agent) setPods(pods []discovery.Pod, capacity discovery.Capacity, pause
 	a.st.paused = paused
 	a.st.capacity = capacity
 	gone := a.st.setPodsLocked(pods, now)
+	newlyIgnored := a.st.ignoredRefsLocked(pods)
 	bound, unbound := 0, 0
 	for _, p := range pods {
 		if p.Hash != "" {
@@ -107,6 +109,11 @@ func (a *Agent) setPods(pods []discovery.Pod, capacity discovery.Capacity, pause
 		}
 	}
 	a.st.mu.Unlock()
+	for _, p := range newlyIgnored {
+		a.m.refsIgnored.Inc()
+		a.log.Info("ignoring a profile-ref the pod's labels do not resolve to; its samples are held until it is stamped with its own profile",
+			"pod", klog.KRef(p.Namespace, p.Name), "profileRef", p.ProfileRef)
+	}
 	a.m.pods.WithLabelValues("bound").Set(float64(bound))
 	a.m.pods.WithLabelValues("unbound").Set(float64(unbound))
 	if a.oomw != nil {

@@ -24,6 +24,8 @@ type state struct {
 	gen      uint64
 	// capacity bounds plausible samples (bounds.go).
 	capacity discovery.Capacity
+	// ignoredRefs are the profile-refs ignored per pod UID, each logged and counted once.
+	ignoredRefs map[string]string
 }
 
 type podState struct {
@@ -188,4 +190,30 @@ func (s *state) pruneTalliesLocked(now time.Time) {
 			delete(s.departed, uid)
 		}
 	}
+}
+
+// ignoredRefsLocked records the pods whose profile-ref discovery ignored and returns those
+// not reported before (a pod, or a new ref of it); pods gone are forgotten.
+func (s *state) ignoredRefsLocked(pods []discovery.Pod) []discovery.Pod {
+	if s.ignoredRefs == nil {
+		s.ignoredRefs = map[string]string{}
+	}
+	var fresh []discovery.Pod
+	seen := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		if !p.RefIgnored {
+			continue
+		}
+		seen[p.UID] = true
+		if s.ignoredRefs[p.UID] != p.ProfileRef {
+			s.ignoredRefs[p.UID] = p.ProfileRef
+			fresh = append(fresh, p)
+		}
+	}
+	for uid := range s.ignoredRefs {
+		if !seen[uid] {
+			delete(s.ignoredRefs, uid)
+		}
+	}
+	return fresh
 }

@@ -46,6 +46,7 @@ type Watcher struct {
 	config   *ballastv1.BallastConfigSpec
 	cluster  map[string][]ballastv1.MetricSpec // ClusterResourcePolicy name → metrics
 	ns       map[string][]ballastv1.MetricSpec // "<ns>/<name>" → metrics
+	compiled map[string]*policy.Compiled       // same keys as cluster and ns; nil when invalid
 	sources  map[string]policy.Source
 	hashes   map[string]string
 	capacity Capacity
@@ -101,6 +102,7 @@ func NewWatcher(cfg *rest.Config, o Options) (*Watcher, error) {
 	return &Watcher{
 		opts: o, cache: c, changed: make(chan struct{}, 1),
 		pods: map[string]Pod{}, cluster: map[string][]ballastv1.MetricSpec{}, ns: map[string][]ballastv1.MetricSpec{},
+		compiled: map[string]*policy.Compiled{},
 		sources: map[string]policy.Source{}, hashes: map[string]string{},
 	}, nil
 }
@@ -192,7 +194,10 @@ func (w *Watcher) Snapshot() Snapshot {
 	defer w.mu.Unlock()
 	if w.built == nil || w.builtVer != w.version {
 		in := Inputs{Policies: make(map[string][]ballastv1.MetricSpec, len(w.cluster)+len(w.ns)),
-			Sources: w.sources, Hashes: w.hashes, MinInterval: w.opts.MinInterval}
+			Sources: w.sources, Hashes: w.hashes, MinInterval: w.opts.MinInterval, Candidates: w.candidatesLocked()}
+		if w.config != nil {
+			in.IdentityLabels = w.config.IdentityLabels
+		}
 		maps.Copy(in.Policies, w.cluster)
 		maps.Copy(in.Policies, w.ns)
 		w.built, w.builtVer = Build(slices.Collect(maps.Values(w.pods)), in), w.version
@@ -256,6 +261,7 @@ func (w *Watcher) removePod(o client.Object) {
 func podEqual(a, b Pod) bool {
 	return a.Namespace == b.Namespace && a.Name == b.Name && a.Mode == b.Mode && a.QOS == b.QOS &&
 		a.ProfileRef == b.ProfileRef && a.PolicyRef == b.PolicyRef && a.Terminating == b.Terminating &&
+		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
 		slices.Equal(a.Containers, b.Containers) && slices.Equal(a.EmptyDirVolumes, b.EmptyDirVolumes)
 }
 
@@ -300,22 +306,43 @@ func (w *Watcher) removeSource(o client.Object) {
 
 func (w *Watcher) upsertClusterPolicy(o client.Object) {
 	if p, ok := o.(*ballastv1.ClusterResourcePolicy); ok {
-		w.set(func() bool { w.cluster[p.Name] = p.Spec.Metrics; return true })
+		c, _ := policy.CompileCluster(p) // nil when invalid: it governs no pod
+		w.set(func() bool { w.cluster[p.Name], w.compiled[p.Name] = p.Spec.Metrics, c; return true })
 	}
 }
 
 func (w *Watcher) removeClusterPolicy(o client.Object) {
-	w.set(func() bool { delete(w.cluster, o.GetName()); return true })
+	w.set(func() bool { delete(w.cluster, o.GetName()); delete(w.compiled, o.GetName()); return true })
 }
 
 func (w *Watcher) upsertPolicy(o client.Object) {
 	if p, ok := o.(*ballastv1.ResourcePolicy); ok {
-		w.set(func() bool { w.ns[PolicyKey(p.Namespace, p.Name)] = p.Spec.Metrics; return true })
+		c, _ := policy.CompileNamespaced(p)
+		key := PolicyKey(p.Namespace, p.Name)
+		w.set(func() bool { w.ns[key], w.compiled[key] = p.Spec.Metrics, c; return true })
 	}
 }
 
 func (w *Watcher) removePolicy(o client.Object) {
-	w.set(func() bool { delete(w.ns, PolicyKey(o.GetNamespace(), o.GetName())); return true })
+	key := PolicyKey(o.GetNamespace(), o.GetName())
+	w.set(func() bool { delete(w.ns, key); delete(w.compiled, key); return true })
+}
+
+// candidatesLocked are the policies that can govern pods, as the control plane counts
+// them: valid, and naming only MetricsSources of a known type.
+func (w *Watcher) candidatesLocked() []*policy.Compiled {
+	types := make(map[string]string, len(w.sources))
+	for name, s := range w.sources {
+		types[name] = s.Type
+	}
+	known := policy.KnownSources(types)
+	out := make([]*policy.Compiled, 0, len(w.compiled))
+	for _, c := range w.compiled {
+		if c != nil && len(policy.UnknownSources(c.Spec.Metrics, known)) == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // upsertProfile records a profile's hash; only a changed hash counts as a change, so the
