@@ -133,7 +133,11 @@ func (s *state) setPodsLocked(pods []discovery.Pod, now time.Time) (gone []strin
 	}
 	for uid, ps := range s.pods {
 		if !seen[uid] {
-			s.departed[uid] = departed{profileRef: ps.pod.ProfileRef, at: now}
+			ref := ps.pod.ProfileRef
+			if ps.pod.RefIgnored {
+				ref = "" // never filed under a profile its labels do not lead to
+			}
+			s.departed[uid] = departed{profileRef: ref, at: now}
 			delete(s.pods, uid)
 		}
 	}

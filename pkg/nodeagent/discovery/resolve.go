@@ -64,26 +64,28 @@ func Resolve(p Pod, in Inputs) Pod {
 // TrustedRef reports whether the pod may feed the profile its profile-ref names: the name
 // is the one its own labels give (identity tuple, SPEC §3.2 and §3.6) under a policy that
 // covers the pod's namespace, labels and annotations (policy.Covers), or under no policy
-// when none covers it. The annotation is written by the webhook or the enrollment
-// controller, but whoever creates the pod can write it too (kill switch on, webhook down):
-// without this check a pod could file samples under any profile of the cluster.
+// unless a policy without kinds covers it (the control plane binds such a pod to that
+// policy or a better one, never to none; a kinds-restricted policy may not match it). The
+// annotation is written by the webhook or the enrollment controller, but whoever creates
+// the pod can write it too (kill switch on, webhook down): without this check a pod could
+// file samples under any profile of the cluster.
 //
 // Trust model: a profile pools the pods of every namespace its policy covers whose
 // identity labels are equal; ResourcePolicies (one namespace) and namespace selectors
 // partition that pool, label selectors and kinds do not (the pod's creator chooses both).
 func TrustedRef(p Pod, identityLabels []string, candidates []*policy.Compiled) bool {
 	tuple, selector := identity.Tuple(identityLabels, p.Labels)
-	covered := false
+	governed := false
 	for _, c := range candidates {
 		if c == nil || !c.Covers(p.Namespace, p.Labels, p.Annotations) {
 			continue
 		}
-		covered = true
 		if identity.ProfileName(identityLabels, tuple, selector, c.Discriminator()) == p.ProfileRef {
 			return true
 		}
+		governed = governed || len(c.Spec.Selector.Kinds) == 0
 	}
-	return !covered && identity.ProfileName(identityLabels, tuple, selector, ballastv1.NoPolicy) == p.ProfileRef
+	return !governed && identity.ProfileName(identityLabels, tuple, selector, ballastv1.NoPolicy) == p.ProfileRef
 }
 
 // Snapshot is the discovered state at one moment.

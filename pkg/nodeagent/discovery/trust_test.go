@@ -31,6 +31,11 @@ func TestTrustedRef(t *testing.T) {
 	pod := func(ns, app, ref string) Pod {
 		return Pod{Namespace: ns, Labels: map[string]string{"app": app}, ProfileRef: ref}
 	}
+	deployments, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "deployments", 1, ballastv1.ResourcePolicySpec{
+		Selector: ballastv1.PolicySelector{Kinds: []string{"Deployment"}}, Metrics: spec.Metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
 	both := []*policy.Compiled{cluster, team}
 	cases := map[string]struct {
 		pod   Pod
@@ -43,6 +48,8 @@ func TestTrustedRef(t *testing.T) {
 		"another namespace's ResourcePolicy":      {pod("intruder", "web", name("web", team)), both, false},
 		"no policy when none covers the pod":      {pod("shop", "web", name("web", nil)), nil, true},
 		"no-policy profile while a policy covers": {pod("shop", "web", name("web", nil)), both, false},
+		"no policy beside a kinds-only policy":    {pod("shop", "web", name("web", nil)), []*policy.Compiled{deployments}, true},
+		"the kinds-only policy's own profile":     {pod("shop", "web", name("web", deployments)), []*policy.Compiled{deployments}, true},
 		"a policy that no longer exists":          {pod("shop", "web", name("web", team)), []*policy.Compiled{cluster}, false},
 		"an invented name":                        {pod("shop", "web", "web--anything"), both, false},
 	}

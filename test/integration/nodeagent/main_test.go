@@ -270,7 +270,7 @@ func ensureCluster(t testing.TB) {
 	ctx := context.Background()
 	for _, obj := range []client.Object{
 		&ballastv1.BallastConfig{ObjectMeta: metav1.ObjectMeta{Name: ballastv1.BallastConfigName},
-			Spec: ballastv1.BallastConfigSpec{IdentityLabels: []string{"app.kubernetes.io/name"}}},
+			Spec: ballastv1.BallastConfigSpec{IdentityLabels: []string{identityLabel}}},
 		&ballastv1.MetricsSource{ObjectMeta: metav1.ObjectMeta{Name: "fast"},
 			Spec: ballastv1.MetricsSourceSpec{Type: ballastv1.SourceTypeKubernetesMetrics, Config: ballastv1.MetricsSourceConfig{PollInterval: "1s"}}},
 		&ballastv1.ClusterResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Spec: ballastv1.ResourcePolicySpec{
@@ -285,10 +285,11 @@ func ensureCluster(t testing.TB) {
 
 // createProfile creates a WorkloadProfile with status.measurementHash set, as the control
 // plane would.
+// name is the profile's label value (profileName).
 func createProfile(t testing.TB, name, hash string) {
 	t.Helper()
 	ctx := context.Background()
-	wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: profileName(name)}}
 	if err := srv.Kube.Client.Create(ctx, wp); err != nil {
 		t.Fatal(err)
 	}
