@@ -103,7 +103,7 @@ func NewWatcher(cfg *rest.Config, o Options) (*Watcher, error) {
 		opts: o, cache: c, changed: make(chan struct{}, 1),
 		pods: map[string]Pod{}, cluster: map[string][]ballastv1.MetricSpec{}, ns: map[string][]ballastv1.MetricSpec{},
 		compiled: map[string]*policy.Compiled{},
-		sources: map[string]policy.Source{}, hashes: map[string]string{},
+		sources:  map[string]policy.Source{}, hashes: map[string]string{},
 	}, nil
 }
 

@@ -46,9 +46,9 @@ func profileName(label string) string {
 // podSpec describes a test pod: long-running containers, native sidecars, one
 // run-to-completion init container and an optional emptyDir.
 type podSpec struct {
-	ns, name, node      string
-	profile, policy     string
-	label               string // app.kubernetes.io/name; default profile, else "web"
+	ns, name, node  string
+	profile, policy string
+	label           string // app.kubernetes.io/name; default profile, else "web"
 
 	containers          []string
 	sidecars            []string
