@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
@@ -89,7 +89,7 @@ func (o *nodeOptions) run(cmd *cobra.Command, node string) error {
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("connecting to the API server: %w", err)}
 	}
@@ -147,8 +147,8 @@ func (s *authSink) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // agentPod finds the running agent pod of node and its debug-proxy port.
-func (o *nodeOptions) agentPod(ctx context.Context, cs kubernetes.Interface, ns, node string) (*corev1.Pod, int, error) {
-	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: agentSelector,
+func (o *nodeOptions) agentPod(ctx context.Context, cs corev1client.CoreV1Interface, ns, node string) (*corev1.Pod, int, error) {
+	list, err := cs.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: agentSelector,
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
 	if err != nil {
 		return nil, 0, fmt.Errorf("finding the agent pod of node %s in %s: %w", node, ns, err)
@@ -181,8 +181,8 @@ func (o *nodeOptions) agentPod(ctx context.Context, cs kubernetes.Interface, ns,
 // token in debug.ProxyAuthHeader (the API server removes Authorization before proxying).
 // The request goes through the caller's own HTTP client, so the API server authenticates
 // and authorizes the caller as for any kubectl request.
-func fetchReport(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, pod *corev1.Pod, port int, token, podFilter string) (debug.Report, error) {
-	req := cs.CoreV1().RESTClient().Get().Namespace(pod.Namespace).Resource("pods").
+func fetchReport(ctx context.Context, cfg *rest.Config, cs corev1client.CoreV1Interface, pod *corev1.Pod, port int, token, podFilter string) (debug.Report, error) {
+	req := cs.RESTClient().Get().Namespace(pod.Namespace).Resource("pods").
 		Name("https:" + pod.Name + ":" + strconv.Itoa(port)).SubResource("proxy").Suffix(debug.Path)
 	if podFilter != "" {
 		req = req.Param("pod", podFilter)
@@ -231,11 +231,11 @@ func (o *nodeOptions) nodeNames(ctx context.Context) []string {
 	if err != nil {
 		return nil
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil
 	}
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	list, err := cs.Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
