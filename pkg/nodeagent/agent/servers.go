@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"strings"
 	"time"
 
@@ -145,7 +144,7 @@ func (a *Agent) debugHandler(addr string, protected, proxied bool) (http.Handler
 		cert, err = tls.LoadX509KeyPair(a.o.DebugTLSCertFile, a.o.DebugTLSKeyFile)
 	case proxied || !debug.Loopback(addr):
 		host, _, _ := net.SplitHostPort(addr)
-		cert, err = debug.SelfSigned([]string{a.o.NodeName, host, os.Getenv("POD_IP"), "localhost", "127.0.0.1"}, a.now())
+		cert, err = debug.SelfSigned([]string{a.o.NodeName, host, "localhost", "127.0.0.1"}, a.now())
 	default:
 		return mux, nil, nil
 	}
