@@ -41,6 +41,11 @@ func TestOptionsValidate(t *testing.T) {
 			o.DebugAuth, o.DebugBindAddress = false, ":8082"
 		}, "--debug-auth=false"},
 		"debug endpoint disabled": {func(o *Options) { o.DebugAuth, o.DebugBindAddress = false, "0" }, ""},
+		"pods/proxy listener":     {func(o *Options) { o.DebugProxyBindAddress = ":8083" }, ""},
+		"pods/proxy listener with auth off elsewhere": {func(o *Options) {
+			o.DebugAuth, o.DebugProxyBindAddress = false, ":8083"
+		}, ""},
+		"pods/proxy listener address": {func(o *Options) { o.DebugProxyBindAddress = "8083" }, "--debug-proxy-bind-address"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
