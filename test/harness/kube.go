@@ -29,6 +29,12 @@ type Kube struct {
 	// Kubeconfig is a kubeconfig file for an admin user of this API server.
 	Kubeconfig string
 	dir        string
+
+	// After StopAPIServer: the API server's command line and environment; after
+	// StartAPIServer: the process started again (restart.go).
+	argv, env   []string
+	restarted   *exec.Cmd
+	restartDone chan struct{}
 }
 
 // KubeOptions tune StartKube.
@@ -144,6 +150,7 @@ func (k *Kube) Stop() {
 	if k == nil {
 		return
 	}
+	_ = k.stopRestarted()
 	if k.Env != nil {
 		_ = k.Env.Stop()
 	}

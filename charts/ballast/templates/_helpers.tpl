@@ -231,6 +231,9 @@ $(VAR) references are expanded by the kubelet.
 {{- end }}
 {{- end }}
 - --health-probe-bind-address=:{{ .Values.agent.healthPort }}
+{{- if .Values.agent.debug.proxy.enabled }}
+- --debug-proxy-bind-address=:{{ .Values.agent.debug.proxy.port }}
+{{- end }}
 {{- if .Values.telemetry.prometheus.enabled }}
 - --metrics-bind-address=:{{ .Values.telemetry.prometheus.port }}
 {{- else }}

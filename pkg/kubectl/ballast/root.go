@@ -1,6 +1,6 @@
 // Package ballast is the kubectl plugin `kubectl ballast`: a view of Ballast's profiles
 // across the cluster (profiles), why a pod is sized the way it is (explain), bulk enrollment
-// of workloads (enroll, SPEC §14). It follows
+// of workloads (enroll, SPEC §14), and the node agent's debug view (node). It follows
 // kubectl's conventions: the standard connection flags of k8s.io/cli-runtime, -n/-A,
 // -o table|wide|json|yaml, shell completion and exit codes (0 success, 1 usage or
 // prerequisite error, 2 when enroll reports a FAIL row).
@@ -95,7 +95,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
   profiles   every WorkloadProfile: requests vs recommendation vs usage, and the saving
   explain    why a pod (or a Deployment's next pod) gets the requests and limits it gets
-  enroll     add the Ballast mode label to Deployments, StatefulSets and DaemonSets`,
+  enroll     add the Ballast mode label to Deployments, StatefulSets and DaemonSets
+  node       what the node agent on a node sees (its debug view, through the API server)`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl ballast"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -108,7 +109,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("%w\nSee '%s --help' for usage.", err, c.CommandPath())}
 	})
-	root.AddCommand(newProfilesCommand(g), newExplainCommand(g), newEnrollCommand(g))
+	root.AddCommand(newProfilesCommand(g), newExplainCommand(g), newEnrollCommand(g), newNodeCommand(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
 }

@@ -43,7 +43,7 @@ type Agent struct {
 	oomq  *oomQueue
 	m     *metrics
 	reg   *prometheus.Registry
-	auth  *debug.Auth // nil with --debug-auth=false
+	auth  *debug.Auth // nil with --debug-auth=false and no --debug-proxy-bind-address
 	// bpf is the eBPF probe (--ebpf, and something loaded), stall its reclaim-stall source
 	// (nil unless both reclaim programs loaded).
 	bpf       *ebpf.Probe
@@ -116,7 +116,7 @@ func New(o *Options, cfg *rest.Config) (*Agent, error) {
 	if a.disco, err = discovery.NewWatcher(cfg, discovery.Options{NodeName: o.NodeName, MinInterval: o.MinSamplingInterval}); err != nil {
 		return nil, err
 	}
-	if o.DebugAuth {
+	if o.DebugAuth || o.debugProxy() {
 		rv, err := debug.NewKubeReviewer(cfg)
 		if err != nil {
 			return nil, err
@@ -150,7 +150,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.log.Info("starting", "node", a.o.NodeName, "cgroup", a.cg.Version().String(), "cgroupRoot", a.o.CgroupRoot,
-		"kubelet", a.o.KubeletURL, "store", store.RedactURL(a.o.RedisURL), "debug", a.o.DebugBindAddress, "debugAuth", a.o.DebugAuth)
+		"kubelet", a.o.KubeletURL, "store", store.RedactURL(a.o.RedisURL), "debug", a.o.DebugBindAddress, "debugAuth", a.o.DebugAuth, "debugProxy", a.o.DebugProxyBindAddress)
 	errc := make(chan error, 8)
 	var wg sync.WaitGroup
 	start := func(name string, f func(context.Context) error) {

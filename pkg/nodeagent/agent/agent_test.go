@@ -41,6 +41,11 @@ func TestOptionsValidate(t *testing.T) {
 			o.DebugAuth, o.DebugBindAddress = false, ":8082"
 		}, "--debug-auth=false"},
 		"debug endpoint disabled": {func(o *Options) { o.DebugAuth, o.DebugBindAddress = false, "0" }, ""},
+		"pods/proxy listener":     {func(o *Options) { o.DebugProxyBindAddress = ":8083" }, ""},
+		"pods/proxy listener with auth off elsewhere": {func(o *Options) {
+			o.DebugAuth, o.DebugProxyBindAddress = false, ":8083"
+		}, ""},
+		"pods/proxy listener address": {func(o *Options) { o.DebugProxyBindAddress = "8083" }, "--debug-proxy-bind-address"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -195,7 +200,7 @@ func TestCycleOnCgroupV1(t *testing.T) {
 	pods := []discovery.Pod{{UID: uid, Namespace: "shop", Name: "web-1", QOS: "Burstable", ProfileRef: "web",
 		Hash: "0123456789abcdef", Interval: time.Second, Containers: []discovery.Container{{Name: "app", ID: "containerd://" + id}}}}
 	t0 := time.Unix(1_800_000_000, 0)
-	a.setPods(pods, "", t0)
+	a.setPods(pods, discovery.Capacity{}, "", t0)
 	g := &group{interval: time.Second, coll: cgroup.NewCollector(a.cg), pods: pods}
 	defer g.coll.Close()
 	ctx := context.Background()

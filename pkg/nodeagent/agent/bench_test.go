@@ -80,7 +80,7 @@ func BenchmarkSamplingCycle(b *testing.B) {
 	defer g.coll.Close()
 	first := time.Unix(1_800_000_000, 0)
 	now := first
-	a.setPods(pods, "", now)
+	a.setPods(pods, discovery.Capacity{}, "", now)
 	ctx := context.Background()
 	a.cycle(ctx, g, now) // first cycle: locate cgroups and open the peak files
 	b.ReportAllocs()

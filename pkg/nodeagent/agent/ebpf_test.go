@@ -57,7 +57,7 @@ func TestBPFKillJoinedAndDeduplicated(t *testing.T) {
 	pods := []discovery.Pod{{UID: uid, Namespace: "shop", Name: "web-1", QOS: "Burstable", ProfileRef: "web",
 		Hash: "0123456789abcdef", Interval: time.Second, Containers: []discovery.Container{{Name: "app", ID: "containerd://" + id}}}}
 	t0 := time.Unix(1_800_000_000, 0)
-	a.setPods(pods, "", t0)
+	a.setPods(pods, discovery.Capacity{}, "", t0)
 	g := &group{interval: time.Second, coll: cgroup.NewCollector(a.cg), pods: pods}
 	defer g.coll.Close()
 	ctx := context.Background()

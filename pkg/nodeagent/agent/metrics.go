@@ -19,6 +19,8 @@ const (
 // per-source ones (cycle duration, source errors, source up) are source.Units'.
 type metrics struct {
 	samples        *prometheus.CounterVec
+	rejected       *prometheus.CounterVec
+	refsIgnored    prometheus.Counter
 	seriesFlushed  prometheus.Counter
 	samplesFlushed prometheus.Counter
 	flushes        *prometheus.CounterVec
@@ -36,6 +38,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ballast_node_samples_total",
 			Help: "Samples recorded into local windows, by resource, signal and source.",
 		}, []string{"resource", "signal", "source"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ballast_node_samples_rejected_total",
+			Help: "Samples not recorded, by resource, signal, source and reason (above_node_capacity, above_ceiling: implausible readings; invalid: no histogram takes the value).",
+		}, []string{"resource", "signal", "source", "reason"}),
+		refsIgnored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ballast_node_profile_refs_ignored_total",
+			Help: "Pods whose profile-ref annotation names a profile their own labels and namespace do not resolve to (counted once per pod and ref; their samples are held, never filed under it).",
+		}),
 		seriesFlushed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ballast_node_series_flushed_total",
 			Help: "Series windows written to Valkey (one per series and window per flush).",
@@ -71,7 +81,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	m.pressure = newPressureCounters(reg)
-	reg.MustRegister(m.samples, m.seriesFlushed, m.samplesFlushed, m.flushes,
+	reg.MustRegister(m.samples, m.rejected, m.refsIgnored, m.seriesFlushed, m.samplesFlushed, m.flushes,
 		m.flushDuration, m.flushBytes, m.oomEvents, m.pods, m.storeUp)
 	return m
 }

@@ -238,9 +238,9 @@ func (a *Agent) hashOfPod(uid, fallbackRef string) string {
 	a.st.mu.Lock()
 	ref := fallbackRef
 	if ps := a.st.pods[uid]; ps != nil {
-		if ps.pod.Hash != "" {
+		if ps.pod.Hash != "" || ps.pod.RefIgnored {
 			a.st.mu.Unlock()
-			return ps.pod.Hash
+			return ps.pod.Hash // "" for an ignored profile-ref: its samples stay held
 		}
 		ref = ps.pod.ProfileRef
 	} else if d, ok := a.st.departed[uid]; ok && d.profileRef != "" {

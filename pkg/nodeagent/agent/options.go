@@ -63,9 +63,13 @@ type Options struct {
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
 	DebugBindAddress       string
-	DebugAuth              bool
-	DebugTLSCertFile       string
-	DebugTLSKeyFile        string
+	// DebugProxyBindAddress is a second, opt-in listener of the debug endpoint on the pod
+	// IP, for `kubectl ballast node` through the API server's pods/proxy: always TLS and
+	// always behind TokenReview + SubjectAccessReview, whatever --debug-auth says.
+	DebugProxyBindAddress string
+	DebugAuth             bool
+	DebugTLSCertFile      string
+	DebugTLSKeyFile       string
 
 	LogLevel  string
 	LogFormat string
@@ -95,6 +99,7 @@ func NewOptions() *Options {
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
 		DebugBindAddress:       "127.0.0.1:8082",
+		DebugProxyBindAddress:  "0",
 		DebugAuth:              true,
 		LogLevel:               "info",
 		LogFormat:              "json",
@@ -148,6 +153,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.MetricsBindAddress, "metrics-bind-address", `address of /metrics ("0" disables it)`)
 	str(&o.HealthProbeBindAddress, "health-probe-bind-address", `address of /healthz and /readyz ("0" disables them)`)
 	str(&o.DebugBindAddress, "debug-bind-address", `address of the debug endpoint `+debug.Path+` ("0" disables it)`)
+	str(&o.DebugProxyBindAddress, "debug-proxy-bind-address", `opt-in address of the debug endpoint for the API server's pods/proxy (kubectl ballast node), e.g. :8083; always TLS and token-checked, the token also read from the `+debug.ProxyAuthHeader+` header ("0" disables it)`)
 	boolean(&o.DebugAuth, "debug-auth", "require a bearer token checked with TokenReview and SubjectAccessReview (may be false only on a loopback address)")
 	str(&o.DebugTLSCertFile, "debug-tls-cert-file", "serving certificate of the debug endpoint (default: self-signed when not bound to loopback)")
 	str(&o.DebugTLSKeyFile, "debug-tls-key-file", "key of --debug-tls-cert-file")
@@ -210,7 +216,17 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--debug-auth=false needs a loopback --debug-bind-address, not %q: the endpoint reveals workload data", o.DebugBindAddress))
 		}
 	}
+	if o.DebugProxyBindAddress != "0" && o.DebugProxyBindAddress != "" {
+		if _, _, err := net.SplitHostPort(o.DebugProxyBindAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--debug-proxy-bind-address %q: %w", o.DebugProxyBindAddress, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// debugProxy reports whether the pods/proxy listener of the debug endpoint is on.
+func (o *Options) debugProxy() bool {
+	return o.DebugProxyBindAddress != "" && o.DebugProxyBindAddress != "0"
 }
 
 // SetupLogging installs the process logger per --log-level and --log-format.

@@ -52,7 +52,7 @@ func (a *Agent) report(f debug.Filter) debug.Report {
 		owners[owner(p)] = true
 		pr := debug.PodReport{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Mode: p.Mode, QOS: p.QOS,
 			ProfileRef: p.ProfileRef, PolicyRef: p.PolicyRef, Hash: p.Hash, Interval: p.Interval.String(),
-			Terminating: p.Terminating, Unbound: p.Hash == ""}
+			Terminating: p.Terminating, Unbound: p.Hash == "", ProfileRefIgnored: p.RefIgnored}
 		for _, c := range p.Containers {
 			cr := debug.ContainerReport{Name: c.Name, ContainerID: c.ID, Sidecar: c.Sidecar, Last: []debug.SampleReport{}}
 			if cs := a.st.ctrs[containerKey(p.UID, c.Name)]; cs != nil {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 	"strings"
 	"time"
 
@@ -73,7 +74,7 @@ func (a *Agent) regroup(groups map[time.Duration]*group, snap discovery.Snapshot
 		paused, pods = "BallastConfig ballast not found: nothing is measured (SPEC §2.1)", nil
 	}
 	a.retention.Store(int64(snap.Retention))
-	a.setPods(pods, paused, now)
+	a.setPods(pods, snap.Capacity, paused, now)
 	by := map[time.Duration][]discovery.Pod{}
 	for _, p := range pods {
 		by[p.Interval] = append(by[p.Interval], p)
@@ -95,10 +96,12 @@ func (a *Agent) regroup(groups map[time.Duration]*group, snap discovery.Snapshot
 }
 
 // setPods makes pods the state's pod set and stops watching containers that are gone.
-func (a *Agent) setPods(pods []discovery.Pod, paused string, now time.Time) {
+func (a *Agent) setPods(pods []discovery.Pod, capacity discovery.Capacity, paused string, now time.Time) {
 	a.st.mu.Lock()
 	a.st.paused = paused
+	a.st.capacity = capacity
 	gone := a.st.setPodsLocked(pods, now)
+	newlyIgnored := a.st.ignoredRefsLocked(pods)
 	bound, unbound := 0, 0
 	for _, p := range pods {
 		if p.Hash != "" {
@@ -108,6 +111,11 @@ func (a *Agent) setPods(pods []discovery.Pod, paused string, now time.Time) {
 		}
 	}
 	a.st.mu.Unlock()
+	for _, p := range newlyIgnored {
+		a.m.refsIgnored.Inc()
+		a.log.Info("ignoring a profile-ref the pod's labels do not resolve to; its samples are held until it is stamped with its own profile",
+			"pod", klog.KRef(p.Namespace, p.Name), "profileRef", p.ProfileRef)
+	}
 	a.m.pods.WithLabelValues("bound").Set(float64(bound))
 	a.m.pods.WithLabelValues("unbound").Set(float64(unbound))
 	if a.oomw != nil {
@@ -244,7 +252,15 @@ func (a *Agent) recordLocked(p discovery.Pod, cs *ctrState, resource, signal str
 	if cs != nil {
 		sr.Container = cs.name
 	}
+	if reason, msg := implausible(a.st.capacity, resource, v); reason != "" {
+		a.m.rejected.WithLabelValues(resource, signal, source, reason).Inc()
+		if cs != nil {
+			cs.errorLocked(source, fmt.Sprintf("%s/%s sample %.0f rejected: %s", resource, signal, v, msg), at)
+		}
+		return
+	}
 	if err := a.buf.Add(p.Hash, p.UID, sr, v, at); err != nil {
+		a.m.rejected.WithLabelValues(resource, signal, source, rejectInvalid).Inc()
 		if cs != nil {
 			cs.errorLocked(source, fmt.Sprintf("%s/%s sample %v rejected: %v", resource, signal, v, err), at)
 		}

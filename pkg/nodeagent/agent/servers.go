@@ -87,9 +87,15 @@ func (a *Agent) listen() ([]*server, error) {
 		closeAll()
 		return nil, err
 	}
-	dbg, tlsCfg, err := a.debugHandler()
+	dbg, tlsCfg, err := a.debugHandler(a.o.DebugBindAddress, a.o.DebugAuth, false)
 	if err == nil {
 		err = add("debug", a.o.DebugBindAddress, dbg, tlsCfg)
+	}
+	if err == nil && a.o.debugProxy() {
+		dbg, tlsCfg, err = a.debugHandler(a.o.DebugProxyBindAddress, true, true)
+		if err == nil {
+			err = add("debug-proxy", a.o.DebugProxyBindAddress, dbg, tlsCfg)
+		}
 	}
 	if err != nil {
 		closeAll()
@@ -98,10 +104,11 @@ func (a *Agent) listen() ([]*server, error) {
 	return out, nil
 }
 
-// debugHandler is the debug endpoint, behind TokenReview + SubjectAccessReview unless
-// --debug-auth=false (allowed on loopback only), and over TLS unless bound to loopback
-// without a certificate.
-func (a *Agent) debugHandler() (http.Handler, *tls.Config, error) {
+// debugHandler is the debug endpoint for addr, behind TokenReview + SubjectAccessReview
+// when protected (--debug-auth, allowed false on loopback only), and over TLS unless bound
+// to loopback without a certificate. The pods/proxy listener (proxied) is always protected
+// and always TLS: the API server reaches it over the pod network.
+func (a *Agent) debugHandler(addr string, protected, proxied bool) (http.Handler, *tls.Config, error) {
 	inner := http.NewServeMux()
 	inner.Handle(debug.Path, debug.Handler(a.report))
 	// Go profiles of the agent itself at /debug/ballast/pprof/ (net/http/pprof expects its
@@ -118,13 +125,15 @@ func (a *Agent) debugHandler() (http.Handler, *tls.Config, error) {
 		pp.ServeHTTP(w, r2)
 	})
 	var h http.Handler = inner
-	if a.auth != nil {
+	if protected {
+		if a.auth == nil {
+			return nil, nil, fmt.Errorf("debug endpoint on %s: no authenticator", addr)
+		}
 		h = a.auth.Wrap(h)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(debug.Path, h)
 	mux.Handle(debug.Path+"/", h)
-	addr := a.o.DebugBindAddress
 	if addr == "" || addr == "0" {
 		return mux, nil, nil
 	}
@@ -133,7 +142,7 @@ func (a *Agent) debugHandler() (http.Handler, *tls.Config, error) {
 	switch {
 	case a.o.DebugTLSCertFile != "":
 		cert, err = tls.LoadX509KeyPair(a.o.DebugTLSCertFile, a.o.DebugTLSKeyFile)
-	case !debug.Loopback(addr):
+	case proxied || !debug.Loopback(addr):
 		host, _, _ := net.SplitHostPort(addr)
 		cert, err = debug.SelfSigned([]string{a.o.NodeName, host, "localhost", "127.0.0.1"}, a.now())
 	default:

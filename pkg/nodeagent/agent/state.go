@@ -23,6 +23,10 @@ type state struct {
 	tallies  map[tallyKey]*tally
 	paused   string
 	gen      uint64
+	// capacity bounds plausible samples (bounds.go).
+	capacity discovery.Capacity
+	// ignoredRefs are the profile-refs ignored per pod UID, each logged and counted once.
+	ignoredRefs map[string]string
 }
 
 type podState struct {
@@ -138,7 +142,11 @@ func (s *state) setPodsLocked(pods []discovery.Pod, now time.Time) (gone []strin
 	}
 	for uid, ps := range s.pods {
 		if !seen[uid] {
-			s.departed[uid] = departed{profileRef: ps.pod.ProfileRef, at: now}
+			ref := ps.pod.ProfileRef
+			if ps.pod.RefIgnored {
+				ref = "" // never filed under a profile its labels do not lead to
+			}
+			s.departed[uid] = departed{profileRef: ref, at: now}
 			delete(s.pods, uid)
 		}
 	}
@@ -195,4 +203,30 @@ func (s *state) pruneTalliesLocked(now time.Time) {
 			delete(s.departed, uid)
 		}
 	}
+}
+
+// ignoredRefsLocked records the pods whose profile-ref discovery ignored and returns those
+// not reported before (a pod, or a new ref of it); pods gone are forgotten.
+func (s *state) ignoredRefsLocked(pods []discovery.Pod) []discovery.Pod {
+	if s.ignoredRefs == nil {
+		s.ignoredRefs = map[string]string{}
+	}
+	var fresh []discovery.Pod
+	seen := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		if !p.RefIgnored {
+			continue
+		}
+		seen[p.UID] = true
+		if s.ignoredRefs[p.UID] != p.ProfileRef {
+			s.ignoredRefs[p.UID] = p.ProfileRef
+			fresh = append(fresh, p)
+		}
+	}
+	for uid := range s.ignoredRefs {
+		if !seen[uid] {
+			delete(s.ignoredRefs, uid)
+		}
+	}
+	return fresh
 }

@@ -11,6 +11,7 @@ package buffer
 
 import (
 	"cmp"
+	"container/heap"
 	"slices"
 	"sync"
 	"time"
@@ -45,19 +46,51 @@ type key struct {
 }
 
 type entry struct {
+	k   key
 	h   *series.Histogram
 	seq uint64 // insertion order, to drop the oldest entry of the oldest window first
+	idx int    // position in tier.order
 }
 
-// tier is one bounded set of entries.
+// tier is one bounded set of entries. order is a min-heap of the entries by (window
+// start, seq): the next one to drop is at its root, so a drop costs O(log n) and never a
+// scan of the tier (a full buffer drops on every new window).
 type tier struct {
 	max     int
 	entries map[key]*entry
-	starts  map[int64]int // window start → number of entries
+	order   dropOrder
 }
 
 func newTier(max int) *tier {
-	return &tier{max: max, entries: map[key]*entry{}, starts: map[int64]int{}}
+	return &tier{max: max, entries: map[key]*entry{}}
+}
+
+// dropOrder implements heap.Interface over entries, oldest window and oldest entry first.
+type dropOrder []*entry
+
+func (o dropOrder) Len() int { return len(o) }
+func (o dropOrder) Less(i, j int) bool {
+	if o[i].k.start != o[j].k.start {
+		return o[i].k.start < o[j].k.start
+	}
+	return o[i].seq < o[j].seq
+}
+func (o dropOrder) Swap(i, j int) {
+	o[i], o[j] = o[j], o[i]
+	o[i].idx, o[j].idx = i, j
+}
+func (o *dropOrder) Push(x any) {
+	e := x.(*entry)
+	e.idx = len(*o)
+	*o = append(*o, e)
+}
+func (o *dropOrder) Pop() any {
+	old := *o
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*o = old[:len(old)-1]
+	e.idx = -1
+	return e
 }
 
 // Limits bound the two tiers, in windows (one window = one series × one window width).
@@ -109,35 +142,21 @@ func (b *Buffer) entryLocked(t *tier, k key) *entry {
 		return e
 	}
 	b.seq++
-	e := &entry{h: &series.Histogram{}, seq: b.seq}
+	e := &entry{k: k, h: &series.Histogram{}, seq: b.seq}
 	t.entries[k] = e
-	t.starts[k.start]++
+	heap.Push(&t.order, e)
 	return e
 }
 
-// enforceLocked drops the oldest entries of t until it fits.
+// enforceLocked drops the oldest entries of t until it fits: the oldest window first, in
+// it the entry created first. Each drop pops the heap's root.
 func (b *Buffer) enforceLocked(t *tier) {
 	reason := DropFull
 	if t == b.pending {
 		reason = DropPendingFull
 	}
 	for len(t.entries) > t.max {
-		oldest := int64(0)
-		first := true
-		for s := range t.starts {
-			if first || s < oldest {
-				oldest, first = s, false
-			}
-		}
-		var victim key
-		var vseq uint64
-		found := false
-		for k, e := range t.entries {
-			if k.start == oldest && (!found || e.seq < vseq) {
-				victim, vseq, found = k, e.seq, true
-			}
-		}
-		b.removeLocked(t, victim, reason)
+		b.removeLocked(t, t.order[0].k, reason)
 	}
 }
 
@@ -147,9 +166,7 @@ func (b *Buffer) removeLocked(t *tier, k key, reason string) {
 		return
 	}
 	delete(t.entries, k)
-	if t.starts[k.start]--; t.starts[k.start] <= 0 {
-		delete(t.starts, k.start)
-	}
+	heap.Remove(&t.order, e.idx)
 	if reason != "" {
 		b.dropped[reason]++
 		b.droppedSamples[reason] += e.h.N

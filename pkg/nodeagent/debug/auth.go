@@ -102,7 +102,8 @@ const (
 )
 
 // Auth authenticates and authorizes requests before they reach the wrapped handler:
-//   - no bearer token, or one the API server does not accept: 401;
+//   - no bearer token (Authorization, else ProxyAuthHeader), or one the API server does
+//     not accept: 401;
 //   - a user not allowed to "get" the request path (RBAC nonResourceURLs): 403;
 //   - the API server cannot be asked: 503 (never served unauthenticated).
 //
@@ -168,8 +169,17 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 	})
 }
 
+// ProxyAuthHeader carries the caller's bearer token ("Bearer <token>") through the API
+// server's pods/proxy, which removes the Authorization header of the request it proxies
+// once it has authenticated it. kubectl ballast node sets it; the agent reads it when
+// Authorization is absent, and checks the token exactly like one in Authorization.
+const ProxyAuthHeader = "Ballast-Authorization"
+
 func bearer(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
+	if h == "" {
+		h = r.Header.Get(ProxyAuthHeader)
+	}
 	scheme, token, found := strings.Cut(h, " ")
 	if !found || !strings.EqualFold(scheme, "bearer") {
 		return "", false

@@ -165,6 +165,26 @@ func TestAuth(t *testing.T) {
 		})
 	}
 
+	// Through pods/proxy the API server removes Authorization; the token comes in
+	// ProxyAuthHeader instead and is checked the same way.
+	for name, c := range map[string]struct {
+		header string
+		want   int
+	}{
+		"proxy header, authorized":    {"Bearer good", http.StatusOK},
+		"proxy header, no grant":      {"Bearer meh", http.StatusForbidden},
+		"proxy header, unknown token": {"Bearer nope", http.StatusUnauthorized},
+		"proxy header, not bearer":    {"Basic Zm9vOmJhcg==", http.StatusUnauthorized},
+	} {
+		req := httptest.NewRequest(http.MethodGet, Path, nil)
+		req.Header.Set(ProxyAuthHeader, c.header)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want || (rec.Code == http.StatusOK) != strings.Contains(rec.Body.String(), "secret") {
+			t.Errorf("%s: status %d, want %d (%s)", name, rec.Code, c.want, rec.Body.String())
+		}
+	}
+
 	// Answers are cached: repeating a request asks nothing new; HEAD is authorized as get.
 	reviews, authzs := fr.reviews, fr.authzs
 	if code, _ := do(http.MethodGet, "Bearer good"); code != http.StatusOK || fr.reviews != reviews || fr.authzs != authzs {

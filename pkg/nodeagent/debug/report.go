@@ -82,8 +82,11 @@ type PodReport struct {
 	Interval    string `json:"interval"`
 	Terminating bool   `json:"terminating,omitempty"`
 	// Unbound: samples are kept pending until the pod is stamped and its profile has a hash.
-	Unbound    bool              `json:"unbound,omitempty"`
-	Containers []ContainerReport `json:"containers"`
+	Unbound bool `json:"unbound,omitempty"`
+	// ProfileRefIgnored: the profile-ref names a profile the pod's own labels and namespace
+	// do not resolve to, so it is not used (the pod is held as unbound).
+	ProfileRefIgnored bool              `json:"profileRefIgnored,omitempty"`
+	Containers        []ContainerReport `json:"containers"`
 }
 
 // ContainerReport is one long-running container.

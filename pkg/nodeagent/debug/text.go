@@ -60,6 +60,9 @@ func WriteText(w io.Writer, r Report) error {
 		if pod.Unbound {
 			flags += "  UNBOUND: samples held pending"
 		}
+		if pod.ProfileRefIgnored {
+			flags += "  PROFILE-REF IGNORED: not the profile the pod's labels resolve to"
+		}
 		if pod.Terminating {
 			flags += "  terminating"
 		}

@@ -36,6 +36,8 @@ type Pod struct {
 	QOS string
 	// ProfileRef and PolicyRef are the pod's profile-ref and policy-ref annotations.
 	ProfileRef, PolicyRef string
+	// Labels and Annotations are the pod's, for checking ProfileRef (Resolve).
+	Labels, Annotations map[string]string
 	// Containers are the long-running containers in spec order: regular containers, then
 	// native sidecars. Run-to-completion init containers and ephemeral containers are never
 	// listed.
@@ -48,6 +50,9 @@ type Pod struct {
 	// measurementHash of the profile named by ProfileRef ("" while unknown).
 	Interval time.Duration
 	Hash     string
+	// RefIgnored is set by Resolve when ProfileRef names a profile the pod's own labels
+	// and namespace do not resolve to: its samples are held as for an unstamped pod.
+	RefIgnored bool
 }
 
 // Key is "<namespace>/<name>", the form OOM events and logs use.
@@ -69,6 +74,8 @@ func FromPod(p *corev1.Pod) (Pod, bool) {
 		QOS:         string(p.Status.QOSClass),
 		ProfileRef:  p.Annotations[ballastv1.ProfileRefAnnotation],
 		PolicyRef:   p.Annotations[ballastv1.PolicyRefAnnotation],
+		Labels:      p.Labels,
+		Annotations: p.Annotations,
 		Terminating: p.DeletionTimestamp != nil,
 	}
 	if out.QOS == "" {

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -109,6 +110,10 @@ func TestFromPod(t *testing.T) {
 			if ok != c.wantOK {
 				t.Fatalf("ok = %t, want %t", ok, c.wantOK)
 			}
+			if ok && !maps.Equal(got.Labels, c.pod.Labels) {
+				t.Errorf("labels %v, want the pod's %v", got.Labels, c.pod.Labels)
+			}
+			got.Labels, got.Annotations = nil, nil // the pod's own, checked above
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("FromPod (-want +got):\n%s", diff)
 			}

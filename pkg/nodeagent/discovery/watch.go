@@ -46,8 +46,10 @@ type Watcher struct {
 	config   *ballastv1.BallastConfigSpec
 	cluster  map[string][]ballastv1.MetricSpec // ClusterResourcePolicy name → metrics
 	ns       map[string][]ballastv1.MetricSpec // "<ns>/<name>" → metrics
+	compiled map[string]*policy.Compiled       // same keys as cluster and ns; nil when invalid
 	sources  map[string]policy.Source
 	hashes   map[string]string
+	capacity Capacity
 	built    []Pod
 	builtVer uint64
 }
@@ -77,7 +79,7 @@ func NewWatcher(cfg *rest.Config, o Options) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cache.New(cfg, cache.Options{
+	c, err := cache.New(waitForServer(cfg), cache.Options{
 		Scheme:           scheme,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
@@ -88,6 +90,8 @@ func NewWatcher(cfg *rest.Config, o Options) (*Watcher, error) {
 				Label: labels.NewSelector().Add(*enrolled),
 			},
 			&ballastv1.BallastConfig{}: {Field: fields.OneTermEqualSelector("metadata.name", ballastv1.BallastConfigName)},
+			// Its own Node only, for the capacity that bounds plausible samples.
+			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", o.NodeName), Transform: slimNode},
 			// Profiles carry statistics the agent does not need; keep name → hash only.
 			&ballastv1.WorkloadProfile{}: {Transform: slimProfile},
 		},
@@ -98,7 +102,8 @@ func NewWatcher(cfg *rest.Config, o Options) (*Watcher, error) {
 	return &Watcher{
 		opts: o, cache: c, changed: make(chan struct{}, 1),
 		pods: map[string]Pod{}, cluster: map[string][]ballastv1.MetricSpec{}, ns: map[string][]ballastv1.MetricSpec{},
-		sources: map[string]policy.Source{}, hashes: map[string]string{},
+		compiled: map[string]*policy.Compiled{},
+		sources:  map[string]policy.Source{}, hashes: map[string]string{},
 	}, nil
 }
 
@@ -128,6 +133,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		{&ballastv1.ClusterResourcePolicy{}, w.upsertClusterPolicy, w.removeClusterPolicy},
 		{&ballastv1.ResourcePolicy{}, w.upsertPolicy, w.removePolicy},
 		{&ballastv1.WorkloadProfile{}, w.upsertProfile, w.removeProfile},
+		{&corev1.Node{}, w.upsertNode, w.removeNode},
 	}
 	for _, h := range handlers {
 		inf, err := w.cache.GetInformer(ctx, h.obj)
@@ -188,13 +194,16 @@ func (w *Watcher) Snapshot() Snapshot {
 	defer w.mu.Unlock()
 	if w.built == nil || w.builtVer != w.version {
 		in := Inputs{Policies: make(map[string][]ballastv1.MetricSpec, len(w.cluster)+len(w.ns)),
-			Sources: w.sources, Hashes: w.hashes, MinInterval: w.opts.MinInterval}
+			Sources: w.sources, Hashes: w.hashes, MinInterval: w.opts.MinInterval, Candidates: w.candidatesLocked()}
+		if w.config != nil {
+			in.IdentityLabels = w.config.IdentityLabels
+		}
 		maps.Copy(in.Policies, w.cluster)
 		maps.Copy(in.Policies, w.ns)
 		w.built, w.builtVer = Build(slices.Collect(maps.Values(w.pods)), in), w.version
 	}
 	s := Snapshot{Version: w.version, Synced: w.synced, ConfigFound: w.config != nil,
-		Retention: ballastv1.DefaultRetentionWindow, Pods: w.built}
+		Retention: ballastv1.DefaultRetentionWindow, Pods: w.built, Capacity: w.capacity}
 	if w.config != nil {
 		s.Retention, _ = ballastv1.RetentionWindow(*w.config)
 	}
@@ -252,6 +261,7 @@ func (w *Watcher) removePod(o client.Object) {
 func podEqual(a, b Pod) bool {
 	return a.Namespace == b.Namespace && a.Name == b.Name && a.Mode == b.Mode && a.QOS == b.QOS &&
 		a.ProfileRef == b.ProfileRef && a.PolicyRef == b.PolicyRef && a.Terminating == b.Terminating &&
+		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
 		slices.Equal(a.Containers, b.Containers) && slices.Equal(a.EmptyDirVolumes, b.EmptyDirVolumes)
 }
 
@@ -296,22 +306,43 @@ func (w *Watcher) removeSource(o client.Object) {
 
 func (w *Watcher) upsertClusterPolicy(o client.Object) {
 	if p, ok := o.(*ballastv1.ClusterResourcePolicy); ok {
-		w.set(func() bool { w.cluster[p.Name] = p.Spec.Metrics; return true })
+		c, _ := policy.CompileCluster(p) // nil when invalid: it governs no pod
+		w.set(func() bool { w.cluster[p.Name], w.compiled[p.Name] = p.Spec.Metrics, c; return true })
 	}
 }
 
 func (w *Watcher) removeClusterPolicy(o client.Object) {
-	w.set(func() bool { delete(w.cluster, o.GetName()); return true })
+	w.set(func() bool { delete(w.cluster, o.GetName()); delete(w.compiled, o.GetName()); return true })
 }
 
 func (w *Watcher) upsertPolicy(o client.Object) {
 	if p, ok := o.(*ballastv1.ResourcePolicy); ok {
-		w.set(func() bool { w.ns[PolicyKey(p.Namespace, p.Name)] = p.Spec.Metrics; return true })
+		c, _ := policy.CompileNamespaced(p)
+		key := PolicyKey(p.Namespace, p.Name)
+		w.set(func() bool { w.ns[key], w.compiled[key] = p.Spec.Metrics, c; return true })
 	}
 }
 
 func (w *Watcher) removePolicy(o client.Object) {
-	w.set(func() bool { delete(w.ns, PolicyKey(o.GetNamespace(), o.GetName())); return true })
+	key := PolicyKey(o.GetNamespace(), o.GetName())
+	w.set(func() bool { delete(w.ns, key); delete(w.compiled, key); return true })
+}
+
+// candidatesLocked are the policies that can govern pods, as the control plane counts
+// them: valid, and naming only MetricsSources of a known type.
+func (w *Watcher) candidatesLocked() []*policy.Compiled {
+	types := make(map[string]string, len(w.sources))
+	for name, s := range w.sources {
+		types[name] = s.Type
+	}
+	known := policy.KnownSources(types)
+	out := make([]*policy.Compiled, 0, len(w.compiled))
+	for _, c := range w.compiled {
+		if c != nil && len(policy.UnknownSources(c.Spec.Metrics, known)) == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // upsertProfile records a profile's hash; only a changed hash counts as a change, so the
@@ -338,5 +369,34 @@ func (w *Watcher) set(f func() bool) {
 	defer w.mu.Unlock()
 	if f() {
 		w.touchLocked()
+	}
+}
+
+// slimNode keeps the name and capacity of a Node.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion},
+		Status: corev1.NodeStatus{Capacity: n.Status.Capacity}}, nil
+}
+
+func (w *Watcher) upsertNode(o client.Object) {
+	n, ok := o.(*corev1.Node)
+	if !ok || n.Name != w.opts.NodeName {
+		return
+	}
+	w.set(func() bool {
+		next := CapacityOf(n.Status.Capacity)
+		changed := next != w.capacity
+		w.capacity = next
+		return changed
+	})
+}
+
+func (w *Watcher) removeNode(o client.Object) {
+	if o.GetName() == w.opts.NodeName {
+		w.set(func() bool { w.capacity = Capacity{}; return true })
 	}
 }

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -225,6 +226,26 @@ func TestRenderVariants(t *testing.T) {
 		m := h.mustTemplate(t, "--set", "telemetry.prometheus.enabled=true")
 		if m.has("ServiceMonitor", fullname) {
 			t.Error("ServiceMonitor rendered without serviceMonitor.enabled")
+		}
+	})
+	t.Run("agent debug endpoint for pods/proxy", func(t *testing.T) {
+		port := func(c corev1.Container) int32 {
+			for _, p := range c.Ports {
+				if p.Name == "debug-proxy" {
+					return p.ContainerPort
+				}
+			}
+			return 0
+		}
+		for enabled, want := range map[bool]int32{false: 0, true: 9443} {
+			m := h.mustTemplate(t, "--set", fmt.Sprintf("agent.debug.proxy.enabled=%t", enabled), "--set", "agent.debug.proxy.port=9443")
+			ds := &appsv1.DaemonSet{}
+			m.decode(t, "DaemonSet", "ballast-node", ds)
+			c := ds.Spec.Template.Spec.Containers[0]
+			hasArg := slices.Contains(c.Args, "--debug-proxy-bind-address=:9443")
+			if port(c) != want || hasArg != enabled {
+				t.Errorf("enabled=%t: debug-proxy port %d (want %d), arg %t: %q", enabled, port(c), want, hasArg, c.Args)
+			}
 		}
 	})
 	t.Run("names", func(t *testing.T) {

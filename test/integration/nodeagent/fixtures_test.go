@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,16 +24,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/identity"
 	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
 const mi = 1 << 20
 
+// identityLabel is the one identity label of the tests' BallastConfig (ensureCluster).
+const identityLabel = "app.kubernetes.io/name"
+
+// profileName is the WorkloadProfile the control plane binds pods labelled
+// identityLabel=label to under ClusterResourcePolicy "fast" (ensureCluster), which covers
+// every pod: the name their profile-ref must carry for the agent to use it. Tests name a
+// profile by its label value; createProfile and podSpec translate.
+func profileName(label string) string {
+	ids := []string{identityLabel}
+	tuple, sel := identity.Tuple(ids, map[string]string{identityLabel: label})
+	return identity.ProfileName(ids, tuple, sel, identity.Discriminator(ballastv1.KindClusterResourcePolicy, "", "fast"))
+}
+
 // podSpec describes a test pod: long-running containers, native sidecars, one
 // run-to-completion init container and an optional emptyDir.
 type podSpec struct {
-	ns, name, node      string
-	profile, policy     string
+	ns, name, node  string
+	profile, policy string
+	label           string // app.kubernetes.io/name; default profile, else "web"
+
 	containers          []string
 	sidecars            []string
 	initContainer       string
@@ -57,14 +74,15 @@ func (ps *podSpec) create(t testing.TB) {
 	ctx := context.Background()
 	ps.qos = string(corev1.PodQOSBurstable)
 	res := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}
+	label := cmp.Or(ps.label, ps.profile, "web")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ps.ns, Name: ps.name,
-		Labels: map[string]string{"app.kubernetes.io/name": "web"}, Annotations: map[string]string{}},
+		Labels: map[string]string{identityLabel: label}, Annotations: map[string]string{}},
 		Spec: corev1.PodSpec{NodeName: ps.node}}
 	if !ps.withoutModeLabel {
 		pod.Labels[ballastv1.ModeLabel] = ballastv1.ModeMeasure
 	}
 	if ps.profile != "" {
-		pod.Annotations[ballastv1.ProfileRefAnnotation] = ps.profile
+		pod.Annotations[ballastv1.ProfileRefAnnotation] = profileName(ps.profile)
 	}
 	if ps.policy != "" {
 		pod.Annotations[ballastv1.PolicyRefAnnotation] = ps.policy

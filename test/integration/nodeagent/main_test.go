@@ -40,7 +40,20 @@ func TestMain(m *testing.M) {
 		return
 	}
 	harness.Logger()
-	harness.Main(m, harness.Need{Kube: true, Valkey: true}, &srv)
+	// The API server reaches agent pods (pods/proxy, nodeview_test.go) through egress.
+	dir, err := os.MkdirTemp("", "ballast-egress-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	proxy, egressConfig, err := startEgressProxy(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "egress proxy:", err)
+		os.Exit(1)
+	}
+	_ = proxy // serves until the process exits (harness.Main exits; the kernel closes it)
+	harness.Main(m, harness.Need{Kube: true, Valkey: true,
+		KubeOptions: harness.KubeOptions{APIServerFlags: map[string]string{"egress-selector-config-file": egressConfig}}}, &srv)
 }
 
 var (
@@ -257,7 +270,7 @@ func ensureCluster(t testing.TB) {
 	ctx := context.Background()
 	for _, obj := range []client.Object{
 		&ballastv1.BallastConfig{ObjectMeta: metav1.ObjectMeta{Name: ballastv1.BallastConfigName},
-			Spec: ballastv1.BallastConfigSpec{IdentityLabels: []string{"app.kubernetes.io/name"}}},
+			Spec: ballastv1.BallastConfigSpec{IdentityLabels: []string{identityLabel}}},
 		&ballastv1.MetricsSource{ObjectMeta: metav1.ObjectMeta{Name: "fast"},
 			Spec: ballastv1.MetricsSourceSpec{Type: ballastv1.SourceTypeKubernetesMetrics, Config: ballastv1.MetricsSourceConfig{PollInterval: "1s"}}},
 		&ballastv1.ClusterResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Spec: ballastv1.ResourcePolicySpec{
@@ -272,10 +285,11 @@ func ensureCluster(t testing.TB) {
 
 // createProfile creates a WorkloadProfile with status.measurementHash set, as the control
 // plane would.
+// name is the profile's label value (profileName).
 func createProfile(t testing.TB, name, hash string) {
 	t.Helper()
 	ctx := context.Background()
-	wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: profileName(name)}}
 	if err := srv.Kube.Client.Create(ctx, wp); err != nil {
 		t.Fatal(err)
 	}

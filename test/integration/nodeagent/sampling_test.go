@@ -72,7 +72,7 @@ func TestSamplesReachTheRightSeries(t *testing.T) {
 	otherPod := &podSpec{ns: ns, name: "other-1", node: "another-node", profile: other, policy: "fast", containers: []string{"app"}}
 	otherPod.create(t)
 	s.addPod(t, otherPod, 0, map[string]simCtr{"app": {milli: 100, v: memValues(64*mi, 0)}})
-	unstamped := &podSpec{ns: ns, name: "batch-1", node: node, policy: "fast", containers: []string{"batch"}}
+	unstamped := &podSpec{ns: ns, name: "batch-1", node: node, policy: "fast", label: web, containers: []string{"batch"}}
 	unstamped.create(t)
 	s.addPod(t, unstamped, 0, map[string]simCtr{"batch": {milli: 200, v: memValues(80*mi, 0)}})
 
@@ -191,7 +191,7 @@ func TestSamplesReachTheRightSeries(t *testing.T) {
 			}
 			return nil
 		})
-		unstamped.annotate(t, ballastv1.ProfileRefAnnotation, web)
+		unstamped.annotate(t, ballastv1.ProfileRefAnnotation, profileName(web))
 		eventually(t, 30*time.Second, "filed samples", func() error {
 			hs, err := read(r, webHash)
 			if err != nil {

@@ -1,0 +1,247 @@
+package ballast
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
+)
+
+// Where the plugin finds the agent: the chart's labels and the name of the container port
+// that serves the debug endpoint for pods/proxy (agent.debug.proxy in the chart).
+const (
+	defaultAgentNamespace = "ballast-system"
+	agentSelector         = "app.kubernetes.io/part-of=ballast,app.kubernetes.io/component=agent"
+	debugProxyPortName    = "debug-proxy"
+)
+
+type nodeOptions struct {
+	*globals
+	output string
+	pod    string
+	port   int
+}
+
+func newNodeCommand(g *globals) *cobra.Command {
+	o := &nodeOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "node NODE",
+		Short: "Show what the node agent on NODE sees (its debug view, through the API server)",
+		Long: `Show the Ballast node agent's debug view of NODE: discovery, the Valkey connection, the
+local buffer, every source, each enrolled pod with the last sample of every signal, and
+the series windows the agent holds.
+
+The view is fetched through the API server's pods/proxy subresource with your own
+credentials: the API server checks that you may get pods/proxy of the agent pod, and the
+agent checks (TokenReview + SubjectAccessReview) that you may get the non-resource URL
+/debug/ballast. It needs the chart's agent.debug.proxy.enabled=true and a kubeconfig
+that authenticates with a bearer token (a token, token file or exec plugin); with client
+certificates only, use kubectl port-forward to the agent's loopback port instead.
+
+-n names the namespace Ballast is installed in (default ` + defaultAgentNamespace + `).`,
+		Example: `  kubectl ballast node worker-1
+  kubectl ballast node worker-1 --pod shop/web-7d9c6b5f4-x2x7q
+  kubectl ballast node worker-1 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return o.nodeNames(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+	addOutputFlag(cmd, &o.output, "table", outJSON, outYAML)
+	cmd.Flags().StringVar(&o.pod, "pod", "", "only this pod (NAMESPACE/NAME)")
+	cmd.Flags().IntVar(&o.port, "port", 0, "the agent's pods/proxy debug port (default: its container port named "+debugProxyPortName+")")
+	return cmd
+}
+
+func (o *nodeOptions) run(cmd *cobra.Command, node string) error {
+	if err := checkOutput(o.output, outJSON, outYAML); err != nil {
+		return err
+	}
+	if o.pod != "" && strings.Count(o.pod, "/") != 1 {
+		return usageError("--pod %q: must be NAMESPACE/NAME", o.pod)
+	}
+	ns := defaultAgentNamespace
+	if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
+		ns = *o.config.Namespace
+	}
+	cfg, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	token, err := callerToken(cmd.Context(), cfg)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	cs, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("connecting to the API server: %w", err)}
+	}
+	pod, port, err := o.agentPod(cmd.Context(), cs, ns, node)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	rep, err := fetchReport(cmd.Context(), cfg, cs, pod, port, token, o.pod)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	if o.output != "" && o.output != "table" {
+		return printStructured(o.out(), o.output, rep)
+	}
+	return WriteNodeReport(o.out(), pod, rep)
+}
+
+// callerToken returns the bearer token the caller's kubeconfig sends to the API server. It
+// runs a request through the same round-tripper chain client-go builds (static token,
+// token file, exec credential plugin) into a sink that records the Authorization header
+// and answers locally, so nothing leaves the process.
+func callerToken(ctx context.Context, cfg *rest.Config) (string, error) {
+	if cfg.Impersonate.UserName != "" || len(cfg.Impersonate.Groups) > 0 || cfg.Impersonate.UID != "" {
+		return "", errors.New("node does not support --as/--as-group: the agent authorizes the user of the token itself, not an impersonated one")
+	}
+	sink := &authSink{}
+	rt, err := rest.HTTPWrappersForConfig(cfg, sink)
+	if err != nil {
+		return "", fmt.Errorf("reading the kubeconfig's credentials: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://kubectl-ballast.invalid/", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return "", fmt.Errorf("getting a token from the kubeconfig's credentials: %w", err)
+	}
+	_ = resp.Body.Close()
+	scheme, token, _ := strings.Cut(sink.authorization, " ")
+	if !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
+		return "", errors.New("the kubeconfig does not authenticate with a bearer token (client certificates or basic auth only): " +
+			"the agent can check only bearer tokens. Use a token (kubectl create token, an exec plugin), or port-forward: " +
+			"kubectl -n NAMESPACE port-forward AGENT_POD 8082 and curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8082" + debug.Path)
+	}
+	return strings.TrimSpace(token), nil
+}
+
+// authSink is the last round-tripper of callerToken's chain.
+type authSink struct{ authorization string }
+
+func (s *authSink) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.authorization = r.Header.Get("Authorization")
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+}
+
+// agentPod finds the running agent pod of node and its debug-proxy port.
+func (o *nodeOptions) agentPod(ctx context.Context, cs corev1client.CoreV1Interface, ns, node string) (*corev1.Pod, int, error) {
+	list, err := cs.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: agentSelector,
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return nil, 0, fmt.Errorf("finding the agent pod of node %s in %s: %w", node, ns, err)
+	}
+	var pod *corev1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			pod = p
+			break
+		}
+	}
+	if pod == nil {
+		return nil, 0, fmt.Errorf("no running Ballast agent pod on node %s in namespace %s (labels %s; -n names Ballast's namespace)", node, ns, agentSelector)
+	}
+	if o.port > 0 {
+		return pod, o.port, nil
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == debugProxyPortName {
+				return pod, int(p.ContainerPort), nil
+			}
+		}
+	}
+	return nil, 0, fmt.Errorf("agent pod %s/%s has no %q port: install the chart with agent.debug.proxy.enabled=true (or give --port)", pod.Namespace, pod.Name, debugProxyPortName)
+}
+
+// fetchReport gets the agent's JSON report through pods/proxy over TLS, with the caller's
+// token in debug.ProxyAuthHeader (the API server removes Authorization before proxying).
+// The request goes through the caller's own HTTP client, so the API server authenticates
+// and authorizes the caller as for any kubectl request.
+func fetchReport(ctx context.Context, cfg *rest.Config, cs corev1client.CoreV1Interface, pod *corev1.Pod, port int, token, podFilter string) (debug.Report, error) {
+	req := cs.RESTClient().Get().Namespace(pod.Namespace).Resource("pods").
+		Name("https:" + pod.Name + ":" + strconv.Itoa(port)).SubResource("proxy").Suffix(debug.Path)
+	if podFilter != "" {
+		req = req.Param("pod", podFilter)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return debug.Report{}, fmt.Errorf("connecting to the API server: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL().String(), nil)
+	if err != nil {
+		return debug.Report{}, err
+	}
+	hreq.Header.Set(debug.ProxyAuthHeader, "Bearer "+token)
+	hreq.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(hreq)
+	if err != nil {
+		return debug.Report{}, fmt.Errorf("reaching the agent pod %s/%s through the API server: %w", pod.Namespace, pod.Name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReportBytes))
+	if err != nil {
+		return debug.Report{}, fmt.Errorf("reading the agent's report: %w", err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		var rep debug.Report
+		if err := json.Unmarshal(body, &rep); err != nil {
+			return debug.Report{}, fmt.Errorf("decoding the agent's report: %w", err)
+		}
+		return rep, nil
+	}
+	// The API server answers its own refusals with a Status object; anything else is the
+	// agent's answer, proxied as it came.
+	var st metav1.Status
+	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
+		return debug.Report{}, fmt.Errorf("the API server refused (HTTP %d): %s", resp.StatusCode, st.Message)
+	}
+	return debug.Report{}, fmt.Errorf("the agent on %s refused (HTTP %d): %s", pod.Spec.NodeName, resp.StatusCode, strings.TrimSpace(string(body)))
+}
+
+// maxReportBytes bounds what the plugin reads of one report.
+const maxReportBytes = 64 << 20
+
+// nodeNames completes NODE.
+func (o *nodeOptions) nodeNames(ctx context.Context) []string {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil
+	}
+	cs, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	list, err := cs.Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(list.Items))
+	for _, n := range list.Items {
+		out = append(out, n.Name)
+	}
+	return out
+}
