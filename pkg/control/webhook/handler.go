@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/bounds"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
@@ -44,18 +45,24 @@ type Handler struct {
 	reader   client.Reader // the manager's cache
 	state    *config.State
 	resolver *resolve.Resolver
+	bounds   *bounds.Source
 	metrics  *Metrics
 	decoder  admission.Decoder
 	dryRun   bool // --dry-run apply or all
 	log      logr.Logger
+	// render is sizing.JSONPatch (a seam for the fail-open test of a rendering failure).
+	render func(*corev1.Pod, sizing.Result, map[string]string) ([]sizing.Operation, error)
 }
 
 // New returns the handler. dryRun is true for --dry-run apply and all.
 func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *resolve.Resolver,
 	m *Metrics, dryRun bool, log logr.Logger) *Handler {
-	return &Handler{reader: reader, state: state, resolver: r, metrics: m,
-		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log}
+	return &Handler{reader: reader, state: state, resolver: r, metrics: m, bounds: bounds.New(reader),
+		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log, render: sizing.JSONPatch}
 }
+
+// SetNodeCap turns the cap at the largest node's allocatable on (the default) or off.
+func (h *Handler) SetNodeCap(on bool) { h.bounds.NodeCap = on }
 
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
@@ -134,7 +141,19 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	for _, p := range problems {
 		log.V(1).Info("ignoring unparsable recommendation", "problem", fmt.Sprint(p))
 	}
-	result := sizing.Admission(pod, recs, sizing.ParamsFor(b.Policy))
+	// The namespace's LimitRanges and quotas and the nodes bound the patch, so the API
+	// server admits every pod it would have admitted unchanged (SPEC §7.5, bounds).
+	objs, err := h.bounds.Read(ctx, ns)
+	if err != nil {
+		log.Error(err, "reading bounds from cache; admitting with bookkeeping only")
+		return stampOnly(ResultNotAvailable)
+	}
+	result := sizing.Admission(pod, recs, objs.Params(sizing.ParamsFor(b.Policy)))
+	for _, n := range result.Bounded {
+		h.metrics.Bounded.WithLabelValues(n.Reason, string(n.Resource), policyName, ns, b.ProfileName).Inc()
+		log.Info("recommendation bounded", "reason", n.Reason, "container", n.Container, "resource", n.Resource,
+			"field", n.Field, "from", n.From.String(n.Resource), "to", n.To.String(n.Resource), "held", n.Held, "bound", n.Why)
+	}
 	for _, c := range result.Clamps {
 		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, ns, metrics.PhaseAdmission, b.ProfileName).Inc()
 		log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,
@@ -150,7 +169,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	}
 	// 9. Dry run: log the would-be patch; bookkeeping is never dry-run.
 	if h.dryRun {
-		ops, _ := sizing.JSONPatch(pod, result, nil)
+		ops, _ := h.render(pod, result, nil)
 		would, _ := json.Marshal(ops)
 		log.Info("dry run: would size pod at admission", "dry_run", true, "action", "apply", "patch", string(would))
 		h.metrics.ApplySkipped.WithLabelValues("dry_run", policyName, ns, b.ProfileName).Inc()
@@ -165,7 +184,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 
 // patch renders the sizing result plus bookkeeping as the admission response.
 func (h *Handler) patch(req admission.Request, pod *corev1.Pod, result sizing.Result, bookkeeping map[string]string) admission.Response {
-	ops, err := sizing.JSONPatch(pod, result, bookkeeping)
+	ops, err := h.render(pod, result, bookkeeping)
 	if err != nil {
 		h.log.Error(err, "rendering patch; admitting unchanged", "namespace", req.Namespace)
 		return admission.Allowed("ballast: internal error")
