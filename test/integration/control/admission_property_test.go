@@ -144,7 +144,9 @@ var (
 	memValues = []string{"32Mi", "64Mi", "128Mi", "256Mi", "512Mi", "1Gi"}
 )
 
-func pick(rng *rand.Rand, vs []string) resource.Quantity { return resource.MustParse(vs[rng.IntN(len(vs))]) }
+func pick(rng *rand.Rand, vs []string) resource.Quantity {
+	return resource.MustParse(vs[rng.IntN(len(vs))])
+}
 
 func randomCase(rng *rand.Rand) propCase {
 	c := propCase{profile: []string{"lo", "hi"}[rng.IntN(2)]}
