@@ -113,8 +113,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		bookkeeping[ballastv1.PolicyRefAnnotation] = ref
 	}
 	stampOnly := func(result string) admission.Response {
-		h.count(result, ns)
-		return h.patch(req, pod, sizing.Result{}, bookkeeping)
+		return h.patch(req, pod, sizing.Result{}, bookkeeping, result, log)
 	}
 	// 4. measure: bookkeeping only.
 	if mode == ballastv1.ModeMeasure {
@@ -176,19 +175,25 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		return stampOnly(ResultDryRun)
 	}
 	// 10. Mutate.
-	log.Info("sized pod at admission", "profile", b.ProfileName, "applied", applied(result.Annotations))
-	h.count(ResultMutated, ns)
-	h.metrics.ApplyApplied.WithLabelValues(policyName, ns, b.ProfileName).Inc()
-	return h.patch(req, pod, result, bookkeeping)
+	out := h.patch(req, pod, result, bookkeeping, ResultMutated, log)
+	if len(out.Patches) > 0 {
+		log.Info("sized pod at admission", "profile", b.ProfileName, "applied", applied(result.Annotations))
+		h.metrics.ApplyApplied.WithLabelValues(policyName, ns, b.ProfileName).Inc()
+	}
+	return out
 }
 
-// patch renders the sizing result plus bookkeeping as the admission response.
-func (h *Handler) patch(req admission.Request, pod *corev1.Pod, result sizing.Result, bookkeeping map[string]string) admission.Response {
+// patch renders the sizing result plus bookkeeping as the admission response and counts
+// result; a rendering failure admits the pod unchanged and counts not_available.
+func (h *Handler) patch(req admission.Request, pod *corev1.Pod, result sizing.Result, bookkeeping map[string]string,
+	counted string, log logr.Logger) admission.Response {
 	ops, err := h.render(pod, result, bookkeeping)
 	if err != nil {
-		h.log.Error(err, "rendering patch; admitting unchanged", "namespace", req.Namespace)
+		log.Error(err, "rendering patch; admitting unchanged")
+		h.count(ResultNotAvailable, req.Namespace)
 		return admission.Allowed("ballast: internal error")
 	}
+	h.count(counted, req.Namespace)
 	if len(ops) == 0 {
 		return admission.Allowed("")
 	}
