@@ -68,6 +68,22 @@ func ParamsFor(c *policy.Compiled) Params {
 		}
 	}
 	p.MaxChangePerCycle = c.Resize.MaxChangePerCycle
+	// The policy's minAllowed/maxAllowed bound every recommended value.
+	for _, res := range recommendedResources {
+		r := Range{}
+		if v, ok := c.MinAllowed[string(res)]; ok {
+			r = r.WithMin(Units(v), "policy minAllowed "+Units(v).String(res))
+		}
+		if v, ok := c.MaxAllowed[string(res)]; ok {
+			r = r.WithMax(Units(v), "policy maxAllowed "+Units(v).String(res))
+		}
+		if r.HasMin || r.HasMax {
+			if p.Bounds.Allowed == nil {
+				p.Bounds.Allowed = map[corev1.ResourceName]Range{}
+			}
+			p.Bounds.Allowed[res] = r
+		}
+	}
 	return p
 }
 
