@@ -61,9 +61,6 @@ func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *r
 		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log, render: sizing.JSONPatch}
 }
 
-// SetNodeCap turns the cap at the largest node's allocatable on (the default) or off.
-func (h *Handler) SetNodeCap(on bool) { h.bounds.NodeCap = on }
-
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
 	log := h.log.WithValues("namespace", req.Namespace, "pod", podName(req))
