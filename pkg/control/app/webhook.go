@@ -67,10 +67,17 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o *Op
 	}
 	// Profiles and policies, and the bounds of a sized pod (LimitRanges, quotas, nodes).
 	for _, obj := range []client.Object{&ballastv1.WorkloadProfile{}, &ballastv1.ClusterResourcePolicy{}, &ballastv1.ResourcePolicy{},
-		&corev1.LimitRange{}, &corev1.ResourceQuota{}, &corev1.Node{}} {
+		&corev1.LimitRange{}, &corev1.ResourceQuota{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return err
 		}
+	}
+	nodes, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return err
+	}
+	if err := h.Bounds().Watch(nodes); err != nil {
+		return err
 	}
 	return nil
 }

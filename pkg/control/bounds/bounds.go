@@ -7,8 +7,11 @@ package bounds
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -19,6 +22,31 @@ type Source struct {
 	reader client.Reader
 	// NodeCap caps recommendations at the largest node's allocatable (the default).
 	NodeCap bool
+
+	// With a Node informer watched (Watch), the largest allocatable is recomputed only
+	// after a node event, not on every admission.
+	watched atomic.Bool
+	dirty   atomic.Bool
+	mu      sync.Mutex
+	nodeMax map[corev1.ResourceName]sizing.Range
+}
+
+// Watch makes s recompute the node cap only after inf (the cache's Node informer) reports
+// a node added, changed or deleted.
+func (s *Source) Watch(inf interface {
+	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
+}) error {
+	s.dirty.Store(true)
+	mark := func() { s.dirty.Store(true) }
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { mark() },
+		UpdateFunc: func(any, any) { mark() },
+		DeleteFunc: func(any) { mark() },
+	}); err != nil {
+		return fmt.Errorf("watching nodes for the allocatable cap: %w", err)
+	}
+	s.watched.Store(true)
+	return nil
 }
 
 // New returns a Source over reader (the manager's cache) with the node cap on.
@@ -48,12 +76,27 @@ func (s *Source) Read(ctx context.Context, namespace string) (Objects, error) {
 	if !s.NodeCap {
 		return o, nil
 	}
+	var err error
+	o.NodeMax, err = s.largest(ctx)
+	return o, err
+}
+
+// largest is LargestAllocatable over the cached nodes, memoized between node events when
+// watched.
+func (s *Source) largest(ctx context.Context) (map[corev1.ResourceName]sizing.Range, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watched.Load() && !s.dirty.Load() {
+		return s.nodeMax, nil
+	}
+	s.dirty.Store(false) // an event from here on marks it again
 	nodes := &corev1.NodeList{}
 	if err := s.reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return o, fmt.Errorf("listing nodes: %w", err)
+		s.dirty.Store(true)
+		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	o.NodeMax = LargestAllocatable(nodes.Items)
-	return o, nil
+	s.nodeMax = LargestAllocatable(nodes.Items)
+	return s.nodeMax, nil
 }
 
 // Params returns p bounded by o.

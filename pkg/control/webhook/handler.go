@@ -61,6 +61,9 @@ func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *r
 		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log, render: sizing.JSONPatch}
 }
 
+// Bounds is the handler's bounds source (the app lets it watch the Node informer).
+func (h *Handler) Bounds() *bounds.Source { return h.bounds }
+
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
 	log := h.log.WithValues("namespace", req.Namespace, "pod", podName(req))
