@@ -36,7 +36,9 @@ func TestLargestAllocatable(t *testing.T) {
 }
 
 // fakeInformer records the handler Watch adds, so the test can deliver node events.
-type fakeInformer struct{ h toolscache.ResourceEventHandler }
+type fakeInformer struct {
+	h toolscache.ResourceEventHandler
+}
 
 func (f *fakeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
 	f.h = h
