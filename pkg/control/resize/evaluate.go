@@ -102,6 +102,9 @@ func (c *Controller) evaluate(ctx context.Context, pc *profileCtx, pod *corev1.P
 	}
 	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: pc.recs, Params: objs.Params(pc.params),
 		Interval: pc.interval, Now: pc.now, DryRun: c.opts.DryRun})
+	if len(d.Plan.Bounded) > 0 {
+		log.Info("resize targets bounded", "bounded", sizing.Summary(d.Plan.Bounded))
+	}
 	switch d.Reason {
 	case "", sizing.ReasonDryRun:
 		return proposal{pc: pc, pod: pod, changes: d.Changes, clamps: d.Clamps, why: "interval"}, true
