@@ -27,6 +27,9 @@ type Compiled struct {
 	Readiness Readiness
 	// Resize are the resize settings and thresholds, parsed.
 	Resize Resize
+	// MinAllowed and MaxAllowed are spec.minAllowed/maxAllowed by resource, in whole units
+	// (millicores for cpu, bytes otherwise); a missing resource is unbounded.
+	MinAllowed, MaxAllowed map[string]int64
 
 	kinds         []string
 	include       []Pattern
@@ -64,6 +67,8 @@ func Compile(kind, namespace, name string, generation int64, spec ballastv1.Reso
 		Metrics:       p.metrics,
 		Readiness:     p.readiness,
 		Resize:        p.resize,
+		MinAllowed:    p.minAllowed,
+		MaxAllowed:    p.maxAllowed,
 		kinds:         slices.Clone(defaulted.Selector.Kinds),
 		include:       p.include,
 		exclude:       p.exclude,

@@ -26,7 +26,14 @@ const (
 	ReasonInvalidDuration      = "InvalidDuration"
 	ReasonInvalidPercentage    = "InvalidPercentage"
 	ReasonInvalidNumber        = "InvalidNumber"
+	// ReasonInvalidBounds: a minAllowed/maxAllowed key is not a recommended resource, or
+	// its value is not a quantity ≥ 0, or minAllowed exceeds maxAllowed.
+	ReasonInvalidBounds = "InvalidBounds"
 )
+
+// MaxHeadroom is the largest headroom a valid policy may set: a multiplier above it is a
+// typo or an attack on the cluster's capacity, not a safety margin.
+const MaxHeadroom = 10
 
 // Resources a policy may name, and the fields of metrics[].
 const (
@@ -77,6 +84,8 @@ type parsed struct {
 	metrics          []Metric
 	readiness        Readiness
 	resize           Resize
+	minAllowed       map[string]int64
+	maxAllowed       map[string]int64
 }
 
 // parse validates spec and parses it, checking reasons in SPEC §3.3 order.
@@ -141,6 +150,9 @@ func parse(spec ballastv1.ResourcePolicySpec) (*parsed, *ValidationError) {
 		if derr != nil || d.Sign() <= 0 {
 			return nil, invalid(ReasonInvalidHeadroom, "metrics[%d].headroom %q: must be a decimal > 0", i, m.Headroom)
 		}
+		if d.CmpInt64(MaxHeadroom) > 0 {
+			return nil, invalid(ReasonInvalidHeadroom, "metrics[%d].headroom %q: must be ≤ %d", i, m.Headroom, MaxHeadroom)
+		}
 		p.metrics[i] = Metric{Resource: m.Resource, Field: m.Field, Source: m.Source, Aggregation: m.Aggregation, Headroom: d}
 	}
 
@@ -169,6 +181,21 @@ func parse(spec ballastv1.ResourcePolicySpec) (*parsed, *ValidationError) {
 				"behaviors.resize.maxChangePerCycle %q: must be a percentage > 0 and ≤ 100", v)
 		}
 		p.resize.MaxChangePerCycle = d
+	}
+
+	// InvalidBounds: minAllowed/maxAllowed name recommended resources, hold quantities
+	// ≥ 0, and min ≤ max.
+	if p.minAllowed, err = parseAllowed("minAllowed", spec.MinAllowed); err != nil {
+		return nil, err
+	}
+	if p.maxAllowed, err = parseAllowed("maxAllowed", spec.MaxAllowed); err != nil {
+		return nil, err
+	}
+	for _, res := range sortedKeys(p.minAllowed) {
+		if mx, ok := p.maxAllowed[res]; ok && p.minAllowed[res] > mx {
+			return nil, invalid(ReasonInvalidBounds, "minAllowed[%q] %q: must be ≤ maxAllowed[%q] %q",
+				res, spec.MinAllowed[res], res, spec.MaxAllowed[res])
+		}
 	}
 
 	// InvalidNumber: maxCV is a decimal ≥ 0.
@@ -200,6 +227,34 @@ func parseFloors(floors map[string]string) (map[string]int64, *ValidationError) 
 		q, err := resource.ParseQuantity(v)
 		if err != nil || q.Sign() < 0 {
 			return nil, invalid(ReasonInvalidQuantity, "readiness.cvMeanFloor[%q] %q: must be a quantity ≥ 0", res, v)
+		}
+		if res == ResourceCPU {
+			out[res] = q.MilliValue()
+		} else {
+			out[res] = q.Value()
+		}
+	}
+	return out, nil
+}
+
+// parseAllowed parses minAllowed or maxAllowed into whole units (millicores for cpu, bytes
+// otherwise); a blank entry is no bound.
+func parseAllowed(field string, m map[string]string) (map[string]int64, *ValidationError) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]int64, len(m))
+	for _, res := range sortedKeys(m) {
+		v := m[res]
+		if !slices.Contains(resources, res) {
+			return nil, invalid(ReasonInvalidBounds, "%s[%q]: must be one of %s", field, res, strings.Join(resources, ", "))
+		}
+		if v == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() < 0 {
+			return nil, invalid(ReasonInvalidBounds, "%s[%q] %q: must be a quantity ≥ 0", field, res, v)
 		}
 		if res == ResourceCPU {
 			out[res] = q.MilliValue()

@@ -96,6 +96,36 @@ func TestValidate(t *testing.T) {
 			spec: withSpec(func(s *ballastv1.ResourcePolicySpec) { s.Metrics[2].Headroom = "0" }),
 			want: validation{false, ReasonInvalidHeadroom, `metrics[2].headroom "0": must be a decimal > 0`},
 		},
+		"a headroom of 1000 (issue 12) is above the ceiling": {
+			spec: withSpec(func(s *ballastv1.ResourcePolicySpec) { s.Metrics[2].Headroom = "1000" }),
+			want: validation{false, ReasonInvalidHeadroom, `metrics[2].headroom "1000": must be ≤ 10`},
+		},
+		"a headroom of exactly 10 is valid": {
+			spec: withSpec(func(s *ballastv1.ResourcePolicySpec) { s.Metrics[2].Headroom = "10" }),
+			want: validation{true, ReasonValid, ""},
+		},
+		"a maxAllowed resource Ballast does not recommend": {
+			spec: withSpec(func(s *ballastv1.ResourcePolicySpec) { s.MaxAllowed = map[string]string{"gpu": "1"} }),
+			want: validation{false, ReasonInvalidBounds, `maxAllowed["gpu"]: must be one of cpu, memory, ephemeral-storage`},
+		},
+		"a maxAllowed that is not a quantity": {
+			spec: withSpec(func(s *ballastv1.ResourcePolicySpec) { s.MaxAllowed = map[string]string{"memory": "lots"} }),
+			want: validation{false, ReasonInvalidBounds, `maxAllowed["memory"] "lots": must be a quantity ≥ 0`},
+		},
+		"a minAllowed above maxAllowed": {
+			spec: withSpec(func(s *ballastv1.ResourcePolicySpec) {
+				s.MinAllowed = map[string]string{"cpu": "2"}
+				s.MaxAllowed = map[string]string{"cpu": "1500m"}
+			}),
+			want: validation{false, ReasonInvalidBounds, `minAllowed["cpu"] "2": must be ≤ maxAllowed["cpu"] "1500m"`},
+		},
+		"minAllowed and maxAllowed in order": {
+			spec: withSpec(func(s *ballastv1.ResourcePolicySpec) {
+				s.MinAllowed = map[string]string{"cpu": "10m", "memory": "32Mi"}
+				s.MaxAllowed = map[string]string{"cpu": "4", "memory": "16Gi"}
+			}),
+			want: validation{true, ReasonValid, ""},
+		},
 		"a negative cvMeanFloor": {
 			spec: withSpec(func(s *ballastv1.ResourcePolicySpec) { s.Readiness.CVMeanFloor["memory"] = "-1Mi" }),
 			want: validation{false, ReasonInvalidQuantity, `readiness.cvMeanFloor["memory"] "-1Mi": must be a quantity ≥ 0`},

@@ -23,9 +23,14 @@ type Result struct {
 	// When the remaining changes together still change the class, the whole pod is left
 	// unpatched and every container that had changes is listed.
 	Pinned []string
-	// SkipReason is ReasonQoSPinned when pinning removed every change, ReasonNoChange
-	// when there was nothing to write, and empty when Changes is not empty.
+	// SkipReason is ReasonQoSPinned when pinning removed every change, a bound reason
+	// (ReasonLimitRange, ReasonPodResources, ReasonQuota) when the bounds held every
+	// change back, ReasonNoChange when there was nothing to write, and empty when Changes
+	// is not empty.
 	SkipReason string
+	// Bounded are the values the bounds capped, clamped or held back (Plan.Bounded).
+	// When Changes is not empty their Summary is the bounded annotation.
+	Bounded []BoundNote
 }
 
 // Admission computes the changes the webhook writes into a pod at creation: Calculate
@@ -57,11 +62,25 @@ func AdmissionResult(plan Plan) Result {
 			annotate(res.Annotations, rp)
 		}
 	}
+	res.Bounded = plan.Bounded
 	if len(res.Changes) == 0 {
 		res.SkipReason = ReasonNoChange
-		if len(res.Pinned) > 0 {
+		switch {
+		case plan.HeldAll != "":
+			res.SkipReason = plan.HeldAll
+		case len(res.Pinned) > 0:
 			res.SkipReason = ReasonQoSPinned
+		default:
+			for _, n := range plan.Bounded {
+				if n.Held {
+					res.SkipReason = n.Reason
+				}
+			}
 		}
+		return res
+	}
+	if len(plan.Bounded) > 0 {
+		res.Annotations[v1.BoundedAnnotation] = Summary(plan.Bounded)
 	}
 	return res
 }

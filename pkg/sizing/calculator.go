@@ -34,6 +34,11 @@ type Plan struct {
 	// StepDown is true when requests written equal to their limits were written one unit
 	// below instead, to keep a Burstable pod Burstable (SPEC §7.5).
 	StepDown bool
+	// Bounded records every value Params.Bounds capped, clamped or held back, in the
+	// order applied (see bound).
+	Bounded []BoundNote
+	// HeldAll is the bound reason that left the whole pod unchanged, empty otherwise.
+	HeldAll string
 }
 
 // ContainerPlan is the plan of one container.
@@ -101,6 +106,9 @@ type FieldPlan struct {
 // planned; pod is not modified.
 func Calculate(pod *corev1.Pod, recs Recommendations, p Params, s Stepping) Plan {
 	c := calculator{params: p, stepping: s, thresholds: map[Target]*big.Rat{}, maxChange: p.maxChange()}
+	// Trust a profile's values only within the allowed range (policy minAllowed and
+	// maxAllowed, the largest node's allocatable).
+	recs, capped := capRecommendations(recs, p.Bounds.Allowed)
 	before := qosOf(pod, nil)
 	plan := c.plan(pod, recs, false)
 	after := qosOf(pod, plan.Changes())
@@ -112,7 +120,10 @@ func Calculate(pod *corev1.Pod, recs Recommendations, p Params, s Stepping) Plan
 		after = qosOf(pod, plan.Changes())
 	}
 	plan.QoSBefore, plan.QoSAfter = before, after
-	pinForQoS(pod, &plan)
+	plan.Bounded = capped
+	// Keep the pod admissible: LimitRanges, pod-level resources, quota headroom.
+	c.bound(pod, &plan)
+	repin(pod, &plan)
 	return plan
 }
 

@@ -20,6 +20,35 @@ type Params struct {
 	// MaxChangePerCycle caps one resize cycle's step, in percent of the gap; zero means
 	// 50%. Admission ignores it.
 	MaxChangePerCycle policy.Decimal
+	// Bounds keep the result admissible and the profile's values within the allowed
+	// range (bounds.go). ParamsFor fills Allowed from the policy's minAllowed and
+	// maxAllowed; callers add the namespace's LimitRanges and quotas (WithBounds).
+	Bounds Bounds
+}
+
+// WithBounds returns p with the namespace's LimitRanges and quotas, and the allowed range
+// narrowed by extra (e.g. the largest node's allocatable).
+func (p Params) WithBounds(limitRanges []corev1.LimitRange, quotas []corev1.ResourceQuota, extra map[corev1.ResourceName]Range) Params {
+	p.Bounds.LimitRanges, p.Bounds.Quotas = limitRanges, quotas
+	if len(extra) == 0 {
+		return p
+	}
+	allowed := make(map[corev1.ResourceName]Range, len(p.Bounds.Allowed)+len(extra))
+	for res, r := range p.Bounds.Allowed {
+		allowed[res] = r
+	}
+	for res, e := range extra {
+		r := allowed[res]
+		if e.HasMax {
+			r = r.WithMax(e.Max, e.MaxFrom)
+		}
+		if e.HasMin {
+			r = r.WithMin(e.Min, e.MinFrom)
+		}
+		allowed[res] = r
+	}
+	p.Bounds.Allowed = allowed
+	return p
 }
 
 // ParamsFor derives the calculator's parameters from a compiled (so valid) policy: the
@@ -39,6 +68,22 @@ func ParamsFor(c *policy.Compiled) Params {
 		}
 	}
 	p.MaxChangePerCycle = c.Resize.MaxChangePerCycle
+	// The policy's minAllowed/maxAllowed bound every recommended value.
+	for _, res := range recommendedResources {
+		r := Range{}
+		if v, ok := c.MinAllowed[string(res)]; ok {
+			r = r.WithMin(Units(v), "policy minAllowed "+Units(v).String(res))
+		}
+		if v, ok := c.MaxAllowed[string(res)]; ok {
+			r = r.WithMax(Units(v), "policy maxAllowed "+Units(v).String(res))
+		}
+		if r.HasMin || r.HasMax {
+			if p.Bounds.Allowed == nil {
+				p.Bounds.Allowed = map[corev1.ResourceName]Range{}
+			}
+			p.Bounds.Allowed[res] = r
+		}
+	}
 	return p
 }
 

@@ -3,6 +3,7 @@ package sizing
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -66,5 +67,26 @@ func TestParamsFor(t *testing.T) {
 	// Zero values of Params fall back the same way inside the calculator.
 	if (Params{}).threshold(corev1.ResourceCPU, Request).Cmp(defaultThreshold) != 0 || (Params{}).maxChange().Cmp(defaultMaxChange) != 0 {
 		t.Errorf("zero Params do not fall back to 10%% / 50%%")
+	}
+}
+
+// TestParamsForAllowed: the policy's minAllowed/maxAllowed become the allowed range, and
+// WithBounds narrows it by the largest node without widening it.
+func TestParamsForAllowed(t *testing.T) {
+	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "p", 1, v1.ResourcePolicySpec{
+		MinAllowed: map[string]string{"memory": "32Mi"}, MaxAllowed: map[string]string{"cpu": "8", "memory": "16Gi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ParamsFor(c).WithBounds(nil, nil, map[corev1.ResourceName]Range{
+		"cpu":    {Max: 4000, HasMax: true, MaxFrom: "largest node allocatable 4"},
+		"memory": {Max: u("memory", "64Gi"), HasMax: true, MaxFrom: "largest node allocatable 64Gi"}})
+	want := map[corev1.ResourceName]Range{
+		"cpu": {Max: 4000, HasMax: true, MaxFrom: "largest node allocatable 4"},
+		"memory": {Min: u("memory", "32Mi"), HasMin: true, MinFrom: "policy minAllowed 32Mi",
+			Max: u("memory", "16Gi"), HasMax: true, MaxFrom: "policy maxAllowed 16Gi"},
+	}
+	if diff := cmp.Diff(want, p.Bounds.Allowed); diff != "" {
+		t.Errorf("allowed (-want +got):\n%s", diff)
 	}
 }

@@ -89,11 +89,21 @@ func checkNoAdjustment(plan Plan, changes []ContainerChanges) (string, string, b
 			}
 		}
 	}
+	var heldBy string
+	for _, n := range plan.Bounded {
+		if n.Held {
+			heldBy = n.Reason
+		}
+	}
 	switch {
+	case plan.HeldAll != "":
+		return plan.HeldAll, "every change held back by its bounds: " + Summary(plan.Bounded), true
 	case len(notResizable) > 0:
 		return ReasonNotResizable, "drift only in resources not resizable in place: " + strings.Join(notResizable, "; "), true
 	case len(held) > 0:
 		return ReasonClampedAtLimit, "requests held at their limits: " + strings.Join(held, "; "), true
+	case heldBy != "":
+		return heldBy, "changes held back by their bounds: " + Summary(plan.Bounded), true
 	default:
 		return ReasonNoDrift, "no recommendation drifted beyond its threshold", true
 	}

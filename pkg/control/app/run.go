@@ -100,7 +100,11 @@ func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App,
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	ready := &readiness{cache: mgr.GetCache(), served: mgr.GetWebhookServer().StartedChecker()}
+	if err := mgr.Add(ready); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready.Check); err != nil {
 		return nil, err
 	}
 	if deps.Registry == nil {

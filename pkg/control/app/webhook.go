@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -64,10 +65,19 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o *Op
 			return fmt.Errorf("starting %s metadata informer: %w", gvk.Kind, err)
 		}
 	}
-	for _, obj := range []client.Object{&ballastv1.WorkloadProfile{}, &ballastv1.ClusterResourcePolicy{}, &ballastv1.ResourcePolicy{}} {
+	// Profiles and policies, and the bounds of a sized pod (LimitRanges, quotas, nodes).
+	for _, obj := range []client.Object{&ballastv1.WorkloadProfile{}, &ballastv1.ClusterResourcePolicy{}, &ballastv1.ResourcePolicy{},
+		&corev1.LimitRange{}, &corev1.ResourceQuota{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return err
 		}
+	}
+	nodes, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return err
+	}
+	if err := h.Bounds().Watch(nodes); err != nil {
+		return err
 	}
 	return nil
 }

@@ -20,6 +20,11 @@ import (
 // large rollout does not flood the API server; the webhook logs every admission.
 const EventSized = "Sized"
 
+// EventRecommendationBounded (Warning) is recorded with Sized when the webhook capped,
+// clamped or held back values (the bounded annotation): profile data outside the allowed
+// range, or values a LimitRange, the pod-level resources or a quota would have refused.
+const EventRecommendationBounded = "RecommendationBounded"
+
 const (
 	sizedBurst = 5
 	sizedEvery = time.Minute
@@ -86,7 +91,15 @@ func (c *Controller) sized(pod *corev1.Pod, profile string) {
 	if clamped := clampedOf(pod); clamped != "" {
 		msg += " (clamped: " + clamped + ")"
 	}
+	bounded := pod.Annotations[ballastv1.BoundedAnnotation]
+	if bounded != "" {
+		msg += " (bounded: " + bounded + ")"
+	}
 	c.events.Publish(events.Event{Object: pod, Type: corev1.EventTypeNormal, Reason: EventSized, Message: msg})
+	if bounded != "" {
+		c.events.Publish(events.Event{Object: pod, Type: corev1.EventTypeWarning, Reason: EventRecommendationBounded,
+			Message: "WorkloadProfile " + profile + " values not applied as recommended: " + bounded})
+	}
 }
 
 func clampedOf(pod *corev1.Pod) string {

@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/bounds"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -90,10 +91,20 @@ func containerOf(pod *corev1.Pod, name string) *corev1.Container {
 // QoS, dry-run) and counts and logs the skips. A dry-run decision is still planned, so the
 // would-be patch logged at send time is the one the planner would send.
 func (c *Controller) evaluate(ctx context.Context, pc *profileCtx, pod *corev1.Pod) (proposal, bool) {
-	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: pc.recs, Params: pc.params,
-		Interval: pc.interval, Now: pc.now, DryRun: c.opts.DryRun})
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "profile", pc.profile.Name,
 		"policy", pc.policyLabel(), "action", "resize")
+	// The same bounds as admission: the namespace's LimitRanges and quota headroom, the
+	// largest node's allocatable. Unreadable bounds resize nothing.
+	objs, err := bounds.New(c.client).Read(ctx, pod.Namespace)
+	if err != nil {
+		log.Error(err, "reading bounds; not resizing")
+		return proposal{}, false
+	}
+	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: pc.recs, Params: objs.Params(pc.params),
+		Interval: pc.interval, Now: pc.now, DryRun: c.opts.DryRun})
+	if len(d.Plan.Bounded) > 0 {
+		log.Info("resize targets bounded", "bounded", sizing.Summary(d.Plan.Bounded))
+	}
 	switch d.Reason {
 	case "", sizing.ReasonDryRun:
 		return proposal{pc: pc, pod: pod, changes: d.Changes, clamps: d.Clamps, why: "interval"}, true

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/bounds"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
@@ -44,18 +45,24 @@ type Handler struct {
 	reader   client.Reader // the manager's cache
 	state    *config.State
 	resolver *resolve.Resolver
+	bounds   *bounds.Source
 	metrics  *Metrics
 	decoder  admission.Decoder
 	dryRun   bool // --dry-run apply or all
 	log      logr.Logger
+	// render is sizing.JSONPatch (a seam for the fail-open test of a rendering failure).
+	render func(*corev1.Pod, sizing.Result, map[string]string) ([]sizing.Operation, error)
 }
 
 // New returns the handler. dryRun is true for --dry-run apply and all.
 func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *resolve.Resolver,
 	m *Metrics, dryRun bool, log logr.Logger) *Handler {
-	return &Handler{reader: reader, state: state, resolver: r, metrics: m,
-		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log}
+	return &Handler{reader: reader, state: state, resolver: r, metrics: m, bounds: bounds.New(reader),
+		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log, render: sizing.JSONPatch}
 }
+
+// Bounds is the handler's bounds source (the app lets it watch the Node informer).
+func (h *Handler) Bounds() *bounds.Source { return h.bounds }
 
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
@@ -106,8 +113,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		bookkeeping[ballastv1.PolicyRefAnnotation] = ref
 	}
 	stampOnly := func(result string) admission.Response {
-		h.count(result, ns)
-		return h.patch(req, pod, sizing.Result{}, bookkeeping)
+		return h.patch(req, pod, sizing.Result{}, bookkeeping, result, log)
 	}
 	// 4. measure: bookkeeping only.
 	if mode == ballastv1.ModeMeasure {
@@ -134,7 +140,19 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	for _, p := range problems {
 		log.V(1).Info("ignoring unparsable recommendation", "problem", fmt.Sprint(p))
 	}
-	result := sizing.Admission(pod, recs, sizing.ParamsFor(b.Policy))
+	// The namespace's LimitRanges and quotas and the nodes bound the patch, so the API
+	// server admits every pod it would have admitted unchanged (SPEC §7.5, bounds).
+	objs, err := h.bounds.Read(ctx, ns)
+	if err != nil {
+		log.Error(err, "reading bounds from cache; admitting with bookkeeping only")
+		return stampOnly(ResultNotAvailable)
+	}
+	result := sizing.Admission(pod, recs, objs.Params(sizing.ParamsFor(b.Policy)))
+	for _, n := range result.Bounded {
+		h.metrics.Bounded.WithLabelValues(n.Reason, string(n.Resource), policyName, ns, b.ProfileName).Inc()
+		log.Info("recommendation bounded", "reason", n.Reason, "container", n.Container, "resource", n.Resource,
+			"field", n.Field, "from", n.From.String(n.Resource), "to", n.To.String(n.Resource), "held", n.Held, "bound", n.Why)
+	}
 	for _, c := range result.Clamps {
 		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, ns, metrics.PhaseAdmission, b.ProfileName).Inc()
 		log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,
@@ -150,26 +168,32 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	}
 	// 9. Dry run: log the would-be patch; bookkeeping is never dry-run.
 	if h.dryRun {
-		ops, _ := sizing.JSONPatch(pod, result, nil)
+		ops, _ := h.render(pod, result, nil)
 		would, _ := json.Marshal(ops)
 		log.Info("dry run: would size pod at admission", "dry_run", true, "action", "apply", "patch", string(would))
 		h.metrics.ApplySkipped.WithLabelValues("dry_run", policyName, ns, b.ProfileName).Inc()
 		return stampOnly(ResultDryRun)
 	}
 	// 10. Mutate.
-	log.Info("sized pod at admission", "profile", b.ProfileName, "applied", applied(result.Annotations))
-	h.count(ResultMutated, ns)
-	h.metrics.ApplyApplied.WithLabelValues(policyName, ns, b.ProfileName).Inc()
-	return h.patch(req, pod, result, bookkeeping)
+	out := h.patch(req, pod, result, bookkeeping, ResultMutated, log)
+	if len(out.Patches) > 0 {
+		log.Info("sized pod at admission", "profile", b.ProfileName, "applied", applied(result.Annotations))
+		h.metrics.ApplyApplied.WithLabelValues(policyName, ns, b.ProfileName).Inc()
+	}
+	return out
 }
 
-// patch renders the sizing result plus bookkeeping as the admission response.
-func (h *Handler) patch(req admission.Request, pod *corev1.Pod, result sizing.Result, bookkeeping map[string]string) admission.Response {
-	ops, err := sizing.JSONPatch(pod, result, bookkeeping)
+// patch renders the sizing result plus bookkeeping as the admission response and counts
+// result; a rendering failure admits the pod unchanged and counts not_available.
+func (h *Handler) patch(req admission.Request, pod *corev1.Pod, result sizing.Result, bookkeeping map[string]string,
+	counted string, log logr.Logger) admission.Response {
+	ops, err := h.render(pod, result, bookkeeping)
 	if err != nil {
-		h.log.Error(err, "rendering patch; admitting unchanged", "namespace", req.Namespace)
+		log.Error(err, "rendering patch; admitting unchanged")
+		h.count(ResultNotAvailable, req.Namespace)
 		return admission.Allowed("ballast: internal error")
 	}
+	h.count(counted, req.Namespace)
 	if len(ops) == 0 {
 		return admission.Allowed("")
 	}

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -40,6 +41,10 @@ type fixture struct {
 	state *config.State
 	cfg   *config.Controller
 	logs  *bytes.Buffer
+	// failGet and failList, when set, fail (or panic in) the cache reads they choose: the
+	// fail-open tests' fault injection.
+	failGet  func(client.Object) error
+	failList func(client.ObjectList) error
 }
 
 func newFixture(t *testing.T, objs ...client.Object) *fixture {
@@ -56,7 +61,24 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	// source would govern no pod.
 	km := &ballastv1.MetricsSource{ObjectMeta: metav1.ObjectMeta{Name: "km"},
 		Spec: ballastv1.MetricsSourceSpec{Type: ballastv1.SourceTypeKubernetesMetrics}}
-	f.c = fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, km)...).Build()
+	f.c = fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, km)...).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if f.failGet != nil {
+				if err := f.failGet(obj); err != nil {
+					return err
+				}
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if f.failList != nil {
+				if err := f.failList(list); err != nil {
+					return err
+				}
+			}
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
 	reg := prometheus.NewRegistry()
 	f.kill = config.NewMetrics(reg)
 	f.state = config.NewState(f.kill)

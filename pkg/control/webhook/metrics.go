@@ -16,6 +16,9 @@ type Metrics struct {
 	ApplySkipped *prometheus.CounterVec
 	// Clamped is the shared ballast_recommendation_clamped_total (phase "admission").
 	Clamped *prometheus.CounterVec
+	// Bounded is ballast_apply_bounded_total{reason, resource, policy, namespace, profile}:
+	// values capped, clamped or held back by their bounds (sizing.Reason* bound reasons).
+	Bounded *prometheus.CounterVec
 }
 
 // NewMetrics creates the webhook's own instruments, registers them with reg, and records
@@ -28,8 +31,11 @@ func NewMetrics(reg prometheus.Registerer, shared *metrics.Shared) *Metrics {
 			Help: "Admissions that changed at least one value."}, []string{"policy", "namespace", "profile"}),
 		ApplySkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ballast_apply_skipped_total",
 			Help: "Admissions that changed nothing."}, []string{"reason", "policy", "namespace", "profile"}),
+		Bounded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ballast_apply_bounded_total",
+			Help: "Admission values capped, clamped or held back by LimitRanges, pod-level resources, quotas or the allowed range."},
+			[]string{"reason", "resource", "policy", "namespace", "profile"}),
 		Clamped: shared.Clamped,
 	}
-	reg.MustRegister(m.WebhookMutations, m.ApplyApplied, m.ApplySkipped)
+	reg.MustRegister(m.WebhookMutations, m.ApplyApplied, m.ApplySkipped, m.Bounded)
 	return m
 }

@@ -18,6 +18,9 @@ const (
 	ProfileRefAnnotation = Prefix + "profile-ref"
 	// PolicyRefAnnotation names the governing policy: <name> or <namespace>/<name>.
 	PolicyRefAnnotation = Prefix + "policy-ref"
+	// BoundedAnnotation records, on a pod sized at admission, the values its bounds capped,
+	// clamped or held back (LimitRange, pod-level resources, quota, allowed range) and why.
+	BoundedAnnotation = Prefix + "bounded"
 
 	LastResizeAnnotation       = Prefix + "last-resize"
 	ResizeBlockedAnnotation    = Prefix + "resize-blocked"

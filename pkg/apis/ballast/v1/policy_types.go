@@ -24,6 +24,20 @@ type ResourcePolicySpec struct {
 
 	// +optional
 	Behaviors Behaviors `json:"behaviors,omitzero"`
+
+	// MinAllowed is the smallest value Ballast writes per resource (cpu, memory,
+	// ephemeral-storage), in the style of the VPA's container policies: a recommendation
+	// below it is raised to it, and reported. Quantities such as "10m" or "32Mi".
+	// +optional
+	// +kubebuilder:validation:MaxProperties=3
+	MinAllowed map[string]string `json:"minAllowed,omitempty"`
+
+	// MaxAllowed is the largest value Ballast writes per resource: a recommendation above
+	// it is capped to it, and reported. Independently of it, no value above the largest
+	// node's allocatable is written.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=3
+	MaxAllowed map[string]string `json:"maxAllowed,omitempty"`
 }
 
 // PolicySelector narrows the pods a policy governs. Every part must match.
