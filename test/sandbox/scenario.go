@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
@@ -161,6 +162,7 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 	say("%s/%s admitted right-sized at first admission: %v", sc.NewNamespace, sc.Shop.Name, rep.NewPodsSized)
 
 	// The OOM-ing app: its memory recommendation jumps once the agent reports a kill.
+	seen := false
 	err = harness.Poll(ctx, sc.Wait, "OOM bump", func() error {
 		oom, err := s.Profile(ctx, sc.Namespaces[0], sc.OOM.Name)
 		if err != nil {
@@ -170,10 +172,22 @@ func (sc Scenario) Run(ctx context.Context, s *Sandbox, rec *Recorder, w io.Writ
 		if oom.Status.State != ballastv1.StateSufficient || len(oom.Status.Containers) == 0 {
 			return fmt.Errorf("%s is %s", oom.Name, state(oom))
 		}
-		lim := oom.Status.Containers[0].Recommendations["memory"].Limit
-		if rep.OOMLimitBefore == "" {
-			rep.OOMLimitBefore = lim
-			say("profile %s: memory limit recommendation %s; waiting for an OOM kill", oom.Name, lim)
+		rec := oom.Status.Containers[0].Recommendations["memory"]
+		lim, bumped := rec.Limit, strings.HasPrefix(rec.LimitBasis, recommend.BasisOOM)
+		if !seen {
+			seen = true
+			if bumped {
+				// The kill came before the profile's first Sufficient reading (a busy
+				// machine): there is no history-only value to show.
+				rep.OOMLimitBefore = "(raised before the first reading)"
+				say("profile %s: memory limit recommendation %s, already raised by an OOM kill", oom.Name, lim)
+			} else {
+				rep.OOMLimitBefore = lim
+				say("profile %s: memory limit recommendation %s; waiting for an OOM kill", oom.Name, lim)
+			}
+		}
+		if !bumped {
+			return fmt.Errorf("memory limit recommendation %s (%s) not raised by an OOM kill yet", lim, rec.LimitBasis)
 		}
 		// An OOM bump raises the recommendation to max(peak × 1.2, peak + 100Mi), peak being
 		// about the container's limit: history alone never gets there.
