@@ -33,7 +33,21 @@ type Options struct {
 	Readiness ballastv1.Readiness
 	// Progress receives one line per step.
 	Progress io.Writer
+	// System is what sizes the pods: SystemBallast (the default) or SystemVPA, the real
+	// Vertical Pod Autoscaler with metrics-server instead of Ballast (vpa.go).
+	System string
+	// Seed varies the workload models' noise; two sandboxes with the same seed and nodes
+	// see the same sequence.
+	Seed uint64
+	// VPA tunes the VPA components (SystemVPA only).
+	VPA VPAOptions
 }
+
+// Systems a sandbox can run.
+const (
+	SystemBallast = "ballast"
+	SystemVPA     = "vpa"
+)
 
 // Sandbox is a running sandbox.
 type Sandbox struct {
@@ -82,9 +96,12 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	}
 	kc := filepath.Join(o.Dir, "kubeconfig")
 
-	s.logf("installing Ballast's CRDs (ballast-control apply-crds)")
-	if err := s.run(ctx, "apply-crds", o.ControlBin, "--kubeconfig", kc, "apply-crds"); err != nil {
-		return s, err
+	vpa := o.System == SystemVPA
+	if !vpa {
+		s.logf("installing Ballast's CRDs (ballast-control apply-crds)")
+		if err := s.run(ctx, "apply-crds", o.ControlBin, "--kubeconfig", kc, "apply-crds"); err != nil {
+			return s, err
+		}
 	}
 
 	s.logf("starting kube-scheduler, kube-controller-manager and kwok")
@@ -92,30 +109,31 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 		return s, err
 	}
 
-	s.logf("starting Valkey")
-	if s.Valkey, err = harness.StartValkey(); err != nil {
-		return s, err
-	}
-
-	s.logf("starting ballast-control (controllers + webhook with built-in certificates)")
-	if err := s.startControl(ctx, kc); err != nil {
-		return s, err
-	}
-	if err := s.configure(ctx); err != nil {
-		return s, err
+	if !vpa {
+		s.logf("starting Valkey")
+		if s.Valkey, err = harness.StartValkey(); err != nil {
+			return s, err
+		}
+		s.logf("starting ballast-control (controllers + webhook with built-in certificates)")
+		if err := s.startControl(ctx, kc); err != nil {
+			return s, err
+		}
+		if err := s.configure(ctx); err != nil {
+			return s, err
+		}
 	}
 
 	for i := 0; i < o.Nodes; i++ {
 		name := fmt.Sprintf("sim-node-%d", i+1)
-		n, err := newNode(ctx, s.Client, o.Dir, name)
+		n, err := newNode(ctx, s.Client, o.Dir, name, o.Seed)
 		if err != nil {
 			return s, err
 		}
 		s.Nodes = append(s.Nodes, n)
 		go n.run(rctx, time.Second)
 		s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
-		if o.NodeBin == "" {
-			continue // API-side only (the sandbox's own tests)
+		if o.NodeBin == "" || vpa {
+			continue // API-side only (the sandbox's own tests), or no Ballast at all
 		}
 		if err := s.startAgent(kc, n); err != nil {
 			return s, err
@@ -123,6 +141,11 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	}
 	if err := poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
+	}
+	if vpa {
+		if err := s.startVPA(ctx, kc); err != nil {
+			return s, err
+		}
 	}
 	s.logf("sandbox ready: KUBECONFIG=%s %s get nodes", abs(kc), abs(filepath.Join(harness.BinDir(), "kubectl")))
 	return s, nil

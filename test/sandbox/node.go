@@ -41,6 +41,14 @@ type Node struct {
 	mu         sync.Mutex
 	containers map[string]*simContainer // by container ID
 	used       usage                    // sum of the last tick, for the chart
+	truth      map[string]*AppTruth     // by namespace/app (truth.go)
+	ooms       []oomReport              // kills not yet in the pod's status
+}
+
+type oomReport struct {
+	pod       client.ObjectKey
+	container string
+	at        time.Time
 }
 
 type simContainer struct {
@@ -61,9 +69,9 @@ var nodeCapacity = corev1.ResourceList{
 	corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 }
 
-func newNode(ctx context.Context, c client.Client, dir, name string) (*Node, error) {
+func newNode(ctx context.Context, c client.Client, dir, name string, seed uint64) (*Node, error) {
 	n := &Node{Name: name, CgroupRoot: filepath.Join(dir, "nodes", name, "cgroup"), c: c, start: time.Now(),
-		rng: rand.New(rand.NewPCG(uint64(len(name)), 7)), containers: map[string]*simContainer{}}
+		rng: rand.New(rand.NewPCG(uint64(len(name)), 7+seed)), containers: map[string]*simContainer{}}
 	if err := os.MkdirAll(filepath.Join(n.CgroupRoot, "kubepods.slice"), 0o755); err != nil {
 		return nil, err
 	}
@@ -115,6 +123,21 @@ func (n *Node) step(ctx context.Context, now time.Time, dt time.Duration) {
 	for i := range pods.Items {
 		n.simulateResize(ctx, &pods.Items[i])
 	}
+	n.stepLocked(pods, now, dt)
+	n.mu.Lock()
+	pending := n.ooms
+	n.ooms = nil
+	n.mu.Unlock()
+	for _, o := range pending {
+		if !n.reportOOM(ctx, o.pod, o.container, o.at) {
+			n.mu.Lock()
+			n.ooms = append(n.ooms, o) // a conflict: again on the next tick
+			n.mu.Unlock()
+		}
+	}
+}
+
+func (n *Node) stepLocked(pods *corev1.PodList, now time.Time, dt time.Duration) {
 	seen := map[string]bool{}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -138,7 +161,11 @@ func (n *Node) step(ctx context.Context, now time.Time, dt time.Duration) {
 				n.containers[id.ID] = sc
 			}
 			n.followLimit(p, sc)
-			n.advance(sc, now, dt)
+			oom := n.advance(sc, now, dt)
+			n.account(p, sc, dt, oom, now)
+			if oom {
+				n.ooms = append(n.ooms, oomReport{pod: client.ObjectKeyFromObject(p), container: cs.Name, at: now})
+			}
 			total.MilliCPU += sc.last.MilliCPU
 			total.MemoryBytes += sc.last.MemoryBytes
 		}
@@ -242,7 +269,7 @@ func (n *Node) followLimit(p *corev1.Pod, sc *simContainer) {
 }
 
 // advance moves one container's counters forward by dt and rewrites its cgroup files.
-func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) {
+func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) bool {
 	u, oom := sc.model(now.Sub(sc.started).Seconds(), n.rng, sc.limit)
 	u.MilliCPU, u.MemoryBytes = clampPositive(u.MilliCPU), clampPositive(u.MemoryBytes)
 	sc.last = u
@@ -264,6 +291,7 @@ func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) {
 		_ = os.WriteFile(filepath.Join(abs, "memory.events.local"), []byte(ev), 0o644)
 		sc.started, sc.peak = now, 0
 	}
+	return oom
 }
 
 // serveSummary answers GET /stats/summary with the containers' ephemeral storage.
