@@ -57,7 +57,9 @@ type Result struct {
 
 // play runs the scenario on one side.
 func play(ctx context.Context, s *sandbox.Sandbox, sd side, sys string, sch Schedule, w io.Writer) (*Result, error) {
-	say := func(f string, a ...any) { fmt.Fprintf(w, "%s  [%s] "+f+"\n", append([]any{time.Now().Format("15:04:05"), sys}, a...)...) }
+	say := func(f string, a ...any) {
+		fmt.Fprintf(w, "%s  [%s] "+f+"\n", append([]any{time.Now().Format("15:04:05"), sys}, a...)...)
+	}
 	r := &Result{System: sys, RecAt: -1, CarryAt: -1, FirstKill: -1, LimitRaised: -1, RedeployRecAt: -1}
 	var redeployed time.Duration
 	rctx, cancel := context.WithCancel(ctx)
