@@ -39,10 +39,11 @@ import (
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
-const (
-	benchProfiles = 10000
-	benchRate     = 200 // requests per second
-)
+const benchRate = 200 // requests per second
+
+// benchProfiles is the number of Sufficient profiles in the cache (make bench-scale sets it
+// from the scale's pod count).
+var benchProfiles = envInt("BALLAST_ADMISSION_PROFILES", 10000)
 
 // BenchmarkAdmissionLatency measures the webhook handler over TLS at a fixed 200 requests/s
 // with 10,000 Sufficient profiles in the informer cache, against a baseline TLS handler that
