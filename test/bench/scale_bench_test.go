@@ -32,6 +32,7 @@ type ScaleResult struct {
 	BytesPerSeries                  float64 // used_memory growth ÷ series after 2 h of history
 	StatusChangesPerCycle           int     // median number of profiles whose status changed materially in a steady cycle
 	PeakRSSMiB                      float64 // the bench process: reader, compute and the simulated agents
+	ValkeyRSSMiB                    float64 // used_memory_rss at the end
 	FlushInterval                   string
 	FlushErrors, FlushesPerNodeDone int64
 }
@@ -112,6 +113,7 @@ func BenchmarkScale(b *testing.B) {
 	slices.Sort(cycles)
 	res.SteadyCycles, res.SteadyCycleS, res.SteadyCycleMaxS = len(cycles), cycles[len(cycles)/2], cycles[len(cycles)-1]
 	res.PeakRSSMiB = rssMiB()
+	res.ValkeyRSSMiB = float64(infoInt(b, c, "memory", "used_memory_rss")) / (1 << 20)
 	res.FlushErrors, res.FlushesPerNodeDone = flushErrs.Load(), flushes.Load()/int64(nodes)
 	b.ReportMetric(res.ColdCycleS, "cold-cycle-s")
 	b.ReportMetric(res.SteadyCycleS, "cycle-s")

@@ -41,6 +41,10 @@ type Options struct {
 	Seed uint64
 	// VPA tunes the VPA components (SystemVPA only).
 	VPA VPAOptions
+	// Light nodes keep no cgroup files (for runs without real agents: the scale bench),
+	// and Tick is the models' step (default 1 s).
+	Light bool
+	Tick  time.Duration
 }
 
 // Systems a sandbox can run.
@@ -56,6 +60,9 @@ type Sandbox struct {
 	Valkey *harness.Valkey
 	Client client.Client // cached-free admin client
 	Nodes  []*Node
+
+	// VPAInfo says where the VPA components listen (SystemVPA only).
+	VPAInfo VPAInfo
 
 	procs     []*proc
 	restarts  int    // ballast-control restarts (StartControl)
@@ -130,8 +137,15 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 			return s, err
 		}
 		s.Nodes = append(s.Nodes, n)
-		go n.run(rctx, time.Second)
-		s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
+		n.light = o.Light
+		tick := o.Tick
+		if tick <= 0 {
+			tick = time.Second
+		}
+		go n.run(rctx, tick)
+		if o.Nodes <= 10 {
+			s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
+		}
 		if o.NodeBin == "" || vpa {
 			continue // API-side only (the sandbox's own tests), or no Ballast at all
 		}
@@ -139,7 +153,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 			return s, err
 		}
 	}
-	if err := poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
+	if err := poll(ctx, 60*time.Second+time.Duration(o.Nodes)*100*time.Millisecond, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
 	}
 	if vpa {

@@ -42,6 +42,7 @@ type Node struct {
 	containers map[string]*simContainer // by container ID
 	used       usage                    // sum of the last tick, for the chart
 	truth      map[string]*AppTruth     // by namespace/app (truth.go)
+	light      bool                     // no cgroup files (no agent reads them: the scale bench)
 	ooms       []oomReport              // kills not yet in the pod's status
 }
 
@@ -197,6 +198,9 @@ func (n *Node) newContainer(p *corev1.Pod, name string, id cgroup.ContainerID) (
 			}
 		}
 	}
+	if n.light {
+		return sc, nil
+	}
 	abs := filepath.Join(n.CgroupRoot, sc.dir)
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, err
@@ -275,6 +279,13 @@ func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) bool {
 	sc.last = u
 	sc.usageUsec += u.MilliCPU / 1000 * dt.Seconds() * 1e6
 	sc.peak = max(sc.peak, u.MemoryBytes)
+	if n.light {
+		if oom {
+			sc.ooms++
+			sc.started, sc.peak = now, 0
+		}
+		return oom
+	}
 	abs := filepath.Join(n.CgroupRoot, sc.dir)
 	inactive := 8 * mi
 	_ = writeFile(abs, "cpu.stat", fmt.Sprintf("usage_usec %d\nuser_usec %d\nsystem_usec %d\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",

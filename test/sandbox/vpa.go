@@ -21,6 +21,17 @@ import (
 // VPAOptions are the extra flags of each VPA component (beyond kubeconfig, ports, certs).
 type VPAOptions struct {
 	Recommender, Updater, AdmissionController, MetricsServer []string
+	// Deferred leaves the recommender and updater to StartVPALoops (the scale bench starts
+	// them once every pod runs, so their first loop is a cold start over the whole cluster).
+	Deferred bool
+}
+
+// VPAInfo is where the VPA components listen.
+type VPAInfo struct {
+	WebhookURL string            // the admission controller's https URL
+	CAFile     string            // the CA its certificate is signed by
+	Metrics    map[string]string // component name → host:port of its Prometheus metrics
+	kubeconfig string
 }
 
 // VPA's update modes (autoscaling.k8s.io/v1).
@@ -68,8 +79,10 @@ func (s *Sandbox) startVPA(ctx context.Context, kc string) error {
 		}
 	}
 	port, _ := harness.FreePort()
+	s.VPAInfo = VPAInfo{WebhookURL: fmt.Sprintf("https://127.0.0.1:%d", port), CAFile: filepath.Join(dir, "ca.crt"),
+		Metrics: map[string]string{}, kubeconfig: kc}
 	s.logf("starting vpa-admission-controller (webhook https://127.0.0.1:%d, self-registered by URL)", port)
-	args := append([]string{"--kubeconfig", kc, "--port", strconv.Itoa(port), "--address", freeAddr(),
+	args := append([]string{"--kubeconfig", kc, "--port", strconv.Itoa(port), "--address", s.metricsAddr("vpa-admission-controller"),
 		"--register-by-url", "--webhook-address", "https://127.0.0.1", "--webhook-port", strconv.Itoa(port),
 		"--client-ca-file", filepath.Join(dir, "ca.crt"), "--tls-cert-file", filepath.Join(dir, "tls.crt"),
 		"--tls-private-key", filepath.Join(dir, "tls.key")}, s.Opts.VPA.AdmissionController...)
@@ -82,11 +95,27 @@ func (s *Sandbox) startVPA(ctx context.Context, kc string) error {
 	if err != nil {
 		return err
 	}
+	if s.Opts.VPA.Deferred {
+		return nil
+	}
+	return s.StartVPALoops()
+}
+
+// StartVPALoops starts vpa-recommender and vpa-updater.
+func (s *Sandbox) StartVPALoops() error {
 	s.logf("starting vpa-recommender and vpa-updater")
-	if err := s.startNamed(bin, "vpa-recommender", append([]string{"--kubeconfig", kc, "--address", freeAddr()}, s.Opts.VPA.Recommender...)...); err != nil {
+	bin, kc := harness.BinDir(), s.VPAInfo.kubeconfig
+	if err := s.startNamed(bin, "vpa-recommender", append([]string{"--kubeconfig", kc, "--address", s.metricsAddr("vpa-recommender")}, s.Opts.VPA.Recommender...)...); err != nil {
 		return err
 	}
-	return s.startNamed(bin, "vpa-updater", append([]string{"--kubeconfig", kc, "--address", freeAddr()}, s.Opts.VPA.Updater...)...)
+	return s.startNamed(bin, "vpa-updater", append([]string{"--kubeconfig", kc, "--address", s.metricsAddr("vpa-updater")}, s.Opts.VPA.Updater...)...)
+}
+
+func (s *Sandbox) metricsAddr(name string) string {
+	p, _ := harness.FreePort()
+	a := "127.0.0.1:" + strconv.Itoa(p)
+	s.VPAInfo.Metrics[name] = a
+	return a
 }
 
 func (s *Sandbox) startNamed(bin, name string, args ...string) error {
@@ -96,11 +125,6 @@ func (s *Sandbox) startNamed(bin, name string, args ...string) error {
 	}
 	s.procs = append(s.procs, p)
 	return nil
-}
-
-func freeAddr() string {
-	p, _ := harness.FreePort()
-	return "127.0.0.1:" + strconv.Itoa(p)
 }
 
 // CreateVPA creates a VerticalPodAutoscaler for the Deployment app in ns, controlling cpu and

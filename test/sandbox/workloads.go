@@ -22,6 +22,8 @@ type App struct {
 	Name, Component, Model string
 	Replicas               int32
 	CPU, Memory, MemLimit  string // the author's (over-provisioned) values
+	// Sidecars adds that many more containers with the same resources (side-1, ...).
+	Sidecars int
 }
 
 // EnsureNamespace creates ns if it does not exist.
@@ -62,7 +64,7 @@ func (s *Sandbox) Deploy(ctx context.Context, ns string, a App, mode string) err
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: tmpl},
 				Spec: corev1.PodSpec{
-					Containers:                    []corev1.Container{{Name: "app", Image: "sandbox.invalid/" + a.Name + ":1", Resources: res}},
+					Containers:                    containers(a, res),
 					Tolerations:                   []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
 					TerminationGracePeriodSeconds: ptr.To(int64(0)),
 				},
@@ -70,6 +72,14 @@ func (s *Sandbox) Deploy(ctx context.Context, ns string, a App, mode string) err
 		},
 	}
 	return s.Client.Create(ctx, d)
+}
+
+func containers(a App, res corev1.ResourceRequirements) []corev1.Container {
+	cs := []corev1.Container{{Name: "app", Image: "sandbox.invalid/" + a.Name + ":1", Resources: res}}
+	for i := 1; i <= a.Sidecars; i++ {
+		cs = append(cs, corev1.Container{Name: fmt.Sprintf("side-%d", i), Image: "sandbox.invalid/side:1", Resources: *res.DeepCopy()})
+	}
+	return cs
 }
 
 // Teardown deletes an app's Deployment and waits until its pods are gone.

@@ -30,9 +30,24 @@ func main() {
 	flag.DurationVar(&sch.TeardownAt, "teardown-at", 4*time.Minute, "when team-b's shop is torn down")
 	flag.DurationVar(&sch.Gap, "gap", 20*time.Second, "time between teardown and redeploy")
 	flag.DurationVar(&sch.Total, "total", 7*time.Minute, "length of each run")
+	mode := flag.String("mode", "compare", "compare (make bench-vpa) or scale (make bench-scale: VPA's side, printed beside Ballast's)")
+	so := ScaleOptions{}
+	flag.IntVar(&so.Pods, "pods", 20000, "scale: pods")
+	flag.IntVar(&so.Replicas, "replicas", 2, "scale: replicas per Deployment (one VPA each)")
+	flag.DurationVar(&so.Window, "window", 6*time.Minute, "scale: how long VPA's loops are watched")
+	ballastScale := flag.String("ballast", "", "scale: Ballast's BenchmarkScale JSON")
+	ballastAdm := flag.String("ballast-admission", "", "scale: Ballast's BenchmarkAdmissionLatency JSON")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *mode == "scale" {
+		so.Nodes = *nodes
+		if err := scaleMain(ctx, *dir, so, *ballastScale, *ballastAdm, *docs); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-scale failed:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, *dir, *nodes, *seed, *only, *docs, sch); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-vpa failed:", err)
 		os.Exit(1)
