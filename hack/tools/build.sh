@@ -52,8 +52,13 @@ build_vpa() {
   cp "$(go list -m -f '{{.Dir}}' k8s.io/autoscaler/vertical-pod-autoscaler)/deploy/vpa-v1-crd-gen.yaml" "$bin/vpa-crds.yaml"
 }
 
+build_metrics-server() {
+  go build -trimpath -ldflags "-s -w -X k8s.io/client-go/pkg/version.gitVersion=v0.8.0" \
+    -o "$bin/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server
+}
+
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd helm kwok kube)
+[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd helm kwok kube metrics-server)
 for t in "${tools[@]}"; do
   want=$(stamp_of "$t")
   if [ "$(cat "$bin/.stamp-$t" 2>/dev/null)" = "$want" ]; then

@@ -25,6 +25,17 @@ type Histogram struct {
 	Lo, Hi float64
 	// FirstUnix and LastUnix are the times of the oldest and newest sample, in unix seconds.
 	FirstUnix, LastUnix int64
+	// FallbackN is how many of the N samples came through the fallback source
+	// (metrics.k8s.io) rather than a node agent, and FallbackResolutionSec the coarsest
+	// resolution among them, in seconds. Both are 0 when every sample is node-local.
+	FallbackN, FallbackResolutionSec int64
+}
+
+// MarkFallback records that the last n samples added came through the fallback source at
+// the given resolution (whole seconds, at least 1).
+func (h *Histogram) MarkFallback(n int64, resolution time.Duration) {
+	h.FallbackN = min(h.FallbackN+n, h.N)
+	h.FallbackResolutionSec = max(h.FallbackResolutionSec, max(int64(resolution/time.Second), 1))
 }
 
 // Add records one sample v taken at at. It rejects negative, NaN and infinite values
@@ -82,6 +93,8 @@ func (h *Histogram) Merge(o *Histogram) {
 	h.N += o.N
 	h.Total += o.Total
 	h.TotalSquares += o.TotalSquares
+	h.FallbackN += o.FallbackN
+	h.FallbackResolutionSec = max(h.FallbackResolutionSec, o.FallbackResolutionSec)
 }
 
 // Clone returns a deep copy of h.

@@ -18,6 +18,11 @@ const (
 	FieldMax        = "hi" // largest sample (kept if larger)
 	FieldFirst      = "t0" // oldest sample time, unix seconds (kept if smaller)
 	FieldLast       = "t1" // newest sample time, unix seconds (kept if larger)
+
+	// Optional: present only when some samples came through the fallback source
+	// (metrics.k8s.io, for pods on nodes without a live node agent).
+	FieldFallbackCount      = "fb" // how many of the samples are fallback samples (HINCRBY)
+	FieldFallbackResolution = "fr" // coarsest resolution of those samples, seconds (kept if larger)
 )
 
 // Op is how a field update combines with the stored value. Every op is commutative and
@@ -39,6 +44,7 @@ func StatOps() map[string]Op {
 	return map[string]Op{
 		FieldCount: OpAdd, FieldSum: OpAddFloat, FieldSumSquares: OpAddFloat,
 		FieldMin: OpMin, FieldMax: OpMax, FieldFirst: OpMin, FieldLast: OpMax,
+		FieldFallbackCount: OpAdd, FieldFallbackResolution: OpMax,
 	}
 }
 
@@ -85,6 +91,10 @@ func (h *Histogram) WireFields() []string {
 		FieldFirst, strconv.FormatInt(h.FirstUnix, 10),
 		FieldLast, strconv.FormatInt(h.LastUnix, 10),
 	)
+	if h.FallbackN > 0 {
+		out = append(out, FieldFallbackCount, strconv.FormatInt(h.FallbackN, 10),
+			FieldFallbackResolution, strconv.FormatInt(h.FallbackResolutionSec, 10))
+	}
 	for _, i := range sortedBuckets(h.Buckets) {
 		out = append(out, strconv.FormatInt(int64(i), 10), strconv.FormatInt(h.Buckets[i], 10))
 	}
@@ -155,8 +165,15 @@ func Decode(fields map[string]string) (*Histogram, error) {
 	h.Hi = parseNumber(field(FieldMax), FieldMax, &err)
 	h.FirstUnix = parseInt(field(FieldFirst), FieldFirst, &err)
 	h.LastUnix = parseInt(field(FieldLast), FieldLast, &err)
+	if v, ok := fields[FieldFallbackCount]; ok {
+		h.FallbackN = parseInt(v, FieldFallbackCount, &err)
+		h.FallbackResolutionSec = parseInt(fields[FieldFallbackResolution], FieldFallbackResolution, &err)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := fields[FieldFallbackCount]; ok && (h.FallbackN < 1 || h.FallbackN > h.N || h.FallbackResolutionSec < 1) {
+		return nil, fmt.Errorf("decoding histogram: %d fallback samples (resolution %ds) of %d", h.FallbackN, h.FallbackResolutionSec, h.N)
 	}
 	if h.N != total || h.N == 0 {
 		return nil, fmt.Errorf("decoding histogram: count %d does not match the %d samples in its buckets", h.N, total)

@@ -14,6 +14,18 @@ type ProfileSeries struct {
 	Containers []recommend.ContainerInput
 	Pod        map[string]recommend.Distribution
 	OOMs       []recommend.OOMEvent
+	// Fallback counts the retained container usage samples (cpu, memory, ephemeral-storage)
+	// and how many of them came through the fallback source.
+	Fallback FallbackShare
+}
+
+// FallbackShare is how much of a profile's retained container usage history came through
+// the fallback source (metrics.k8s.io) rather than node agents.
+type FallbackShare struct {
+	// Samples is every retained container usage sample; FallbackSamples the fallback's.
+	Samples, FallbackSamples int64
+	// Resolution is the coarsest resolution among the fallback samples (0 when none).
+	Resolution time.Duration
 }
 
 // ProfileReader is the control plane's view of the store: a profile's merged series and
@@ -61,6 +73,9 @@ func (s *ProfileReader) Read(ctx context.Context, hash string, now time.Time, re
 			ci.MemoryPeak = h
 		case id.Signal == series.SignalUsage:
 			ci.Series[id.Resource] = h
+			out.Fallback.Samples += h.N
+			out.Fallback.FallbackSamples += h.FallbackN
+			out.Fallback.Resolution = max(out.Fallback.Resolution, time.Duration(h.FallbackResolutionSec)*time.Second)
 		}
 	}
 	for _, ci := range byName {

@@ -37,6 +37,10 @@ type KubeOptions struct {
 	WithoutCRDs bool
 	// APIServerFlags are extra kube-apiserver flags as name → value.
 	APIServerFlags map[string]string
+	// Aggregation turns on the aggregation layer (front-proxy CA, proxy client certificate,
+	// request-header flags), which envtest leaves off, so APIServices such as
+	// metrics.k8s.io can be served by a real aggregated API server.
+	Aggregation bool
 }
 
 // Scheme returns a scheme with the core Kubernetes kinds, apiextensions and Ballast's kinds.
@@ -92,6 +96,15 @@ func StartKube(opts KubeOptions) (*Kube, error) {
 		env.CRDs = crds
 	}
 	args := env.ControlPlane.GetAPIServer().Configure()
+	if opts.Aggregation {
+		flags, err := aggregationFlags(dir)
+		if err != nil {
+			return nil, err
+		}
+		for name, value := range flags {
+			args.Set(name, value)
+		}
+	}
 	for name, value := range opts.APIServerFlags {
 		args.Set(name, value)
 	}

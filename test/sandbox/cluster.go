@@ -45,6 +45,17 @@ type Options struct {
 	// and Tick is the models' step (default 1 s).
 	Light bool
 	Tick  time.Duration
+	// AgentlessNodes is how many of the nodes (the last ones) run no ballast-node, like
+	// serverless or virtual nodes.
+	AgentlessNodes int
+	// MetricsServer runs the real metrics-server (bin/metrics-server) scraping the kubelet
+	// stand-ins' /metrics/resource, registered as the metrics.k8s.io APIService; the API
+	// server is started with the aggregation layer on.
+	MetricsServer bool
+	// MetricsResolution is metrics-server's --metric-resolution (default 10s, its minimum).
+	MetricsResolution time.Duration
+	// ControlArgs are extra ballast-control flags.
+	ControlArgs []string
 }
 
 // Systems a sandbox can run.
@@ -64,10 +75,12 @@ type Sandbox struct {
 	// VPAInfo says where the VPA components listen (SystemVPA only).
 	VPAInfo VPAInfo
 
-	procs     []*proc
-	restarts  int    // ballast-control restarts (StartControl)
-	healthURL string // ballast-control's /readyz
-	cancel    context.CancelFunc
+	procs         []*proc
+	agents        map[string]*proc // ballast-node per node name
+	metricsServer *proc
+	restarts      int    // ballast-control restarts (StartControl)
+	healthURL     string // ballast-control's /readyz
+	cancel        context.CancelFunc
 }
 
 const operatorNS = "ballast-system"
@@ -83,7 +96,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	s = &Sandbox{Opts: o}
+	s = &Sandbox{Opts: o, agents: map[string]*proc{}}
 	defer func() {
 		if err != nil {
 			s.Stop()
@@ -94,7 +107,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	s.cancel = cancel
 
 	s.logf("starting etcd and kube-apiserver v1.37.2 on loopback")
-	if s.Kube, err = harness.StartKube(harness.KubeOptions{WithoutCRDs: true}); err != nil {
+	if s.Kube, err = harness.StartKube(harness.KubeOptions{WithoutCRDs: true, Aggregation: o.MetricsServer || o.System == SystemVPA}); err != nil {
 		return s, err
 	}
 	s.Client = s.Kube.Client
@@ -132,7 +145,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 
 	for i := 0; i < o.Nodes; i++ {
 		name := fmt.Sprintf("sim-node-%d", i+1)
-		n, err := newNode(ctx, s.Client, o.Dir, name, o.Seed)
+		n, err := newNode(ctx, s.Client, o.Dir, name, s.Kube.ClientCAFile(), o.Seed)
 		if err != nil {
 			return s, err
 		}
@@ -146,8 +159,8 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 		if o.Nodes <= 10 {
 			s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
 		}
-		if o.NodeBin == "" || vpa {
-			continue // API-side only (the sandbox's own tests), or no Ballast at all
+		if o.NodeBin == "" || vpa || i >= o.Nodes-o.AgentlessNodes {
+			continue // API-side only (the sandbox's own tests), no Ballast at all, or a node without an agent
 		}
 		if err := s.startAgent(kc, n); err != nil {
 			return s, err
@@ -155,6 +168,12 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	}
 	if err := poll(ctx, 60*time.Second+time.Duration(o.Nodes)*100*time.Millisecond, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
+	}
+	if o.MetricsServer || vpa {
+		s.logf("starting metrics-server and registering %s", MetricsAPIService)
+		if err := s.startMetricsServer(ctx, kc); err != nil {
+			return s, err
+		}
 	}
 	if vpa {
 		if err := s.startVPA(ctx, kc); err != nil {
@@ -263,12 +282,13 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 		return err
 	}
 	s.healthURL = fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
-	p, err := startProc(s.Opts.Dir, "ballast-control", s.Opts.ControlBin, "--kubeconfig", kc,
+	args := []string{"--kubeconfig", kc,
 		"--leader-elect=false", "--operator-namespace", operatorNS, "--redis-url", s.Valkey.URL(),
 		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(port), "--webhook-dns-names", "127.0.0.1",
 		"--webhook-cert-path", filepath.Join(s.Opts.Dir, "webhook-certs"), "--webhook-config-name", "ballast",
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(health), "--metrics-bind-address", "0",
-		"--log-format", "text", "--log-level", "debug")
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(health), "--metrics-bind-address", "0",
+		"--log-format", "text", "--log-level", "debug"}
+	p, err := startProc(s.Opts.Dir, "ballast-control", s.Opts.ControlBin, append(args, s.Opts.ControlArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -289,6 +309,7 @@ func (s *Sandbox) startAgent(kc string, n *Node) error {
 		return err
 	}
 	s.procs = append(s.procs, p)
+	s.agents[n.Name] = p
 	return nil
 }
 

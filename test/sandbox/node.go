@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -62,6 +63,7 @@ type simContainer struct {
 	ooms               int
 	limit              float64
 	last               usage
+	at                 time.Time // when last and usageUsec were taken
 }
 
 // Capacity of every simulated node.
@@ -70,7 +72,10 @@ var nodeCapacity = corev1.ResourceList{
 	corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 }
 
-func newNode(ctx context.Context, c client.Client, dir, name string, seed uint64) (*Node, error) {
+// newNode creates the node and its kubelet stand-in. clientCA, when set, is the CA whose
+// client certificates the stand-in accepts besides the bearer token (a real kubelet's
+// --client-ca-file), as metrics-server authenticates with its kubeconfig's certificate.
+func newNode(ctx context.Context, c client.Client, dir, name, clientCA string, seed uint64) (*Node, error) {
 	n := &Node{Name: name, CgroupRoot: filepath.Join(dir, "nodes", name, "cgroup"), c: c, start: time.Now(),
 		rng: rand.New(rand.NewPCG(uint64(len(name)), 7+seed)), containers: map[string]*simContainer{}}
 	if err := os.MkdirAll(filepath.Join(n.CgroupRoot, "kubepods.slice"), 0o755); err != nil {
@@ -84,7 +89,14 @@ func newNode(ctx context.Context, c client.Client, dir, name string, seed uint64
 	if err := os.WriteFile(n.TokenFile, []byte("sandbox-token-"+name), 0o600); err != nil {
 		return nil, err
 	}
-	n.Kubelet = httptest.NewUnstartedServer(http.HandlerFunc(n.serveSummary))
+	n.Kubelet = httptest.NewUnstartedServer(http.HandlerFunc(n.serveKubelet))
+	if clientCA != "" {
+		pool, err := certPool(clientCA)
+		if err != nil {
+			return nil, err
+		}
+		n.Kubelet.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool}
+	}
 	n.Kubelet.StartTLS()
 	n.CAFile = filepath.Join(dir, "nodes", name, "kubelet-ca.crt")
 	if err := writeServerCA(n.Kubelet, n.CAFile); err != nil {
@@ -93,7 +105,11 @@ func newNode(ctx context.Context, c client.Client, dir, name string, seed uint64
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
 		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
-		Status: corev1.NodeStatus{Capacity: nodeCapacity, Allocatable: nodeCapacity}}
+		// The stand-in's address and port, where metrics-server finds a kubelet
+		// (--kubelet-preferred-address-types=InternalIP, --kubelet-use-node-status-port).
+		Status: corev1.NodeStatus{Capacity: nodeCapacity, Allocatable: nodeCapacity,
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: name}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(n.Kubelet.Listener.Addr().(*net.TCPAddr).Port)}}}}
 	if err := c.Create(ctx, node); err != nil {
 		return nil, fmt.Errorf("creating node %s: %w", name, err)
 	}
@@ -276,7 +292,7 @@ func (n *Node) followLimit(p *corev1.Pod, sc *simContainer) {
 func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) bool {
 	u, oom := sc.model(now.Sub(sc.started).Seconds(), n.rng, sc.limit)
 	u.MilliCPU, u.MemoryBytes = clampPositive(u.MilliCPU), clampPositive(u.MemoryBytes)
-	sc.last = u
+	sc.last, sc.at = u, now
 	sc.usageUsec += u.MilliCPU / 1000 * dt.Seconds() * 1e6
 	sc.peak = max(sc.peak, u.MemoryBytes)
 	if n.light {
@@ -305,17 +321,27 @@ func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) bool {
 	return oom
 }
 
-// serveSummary answers GET /stats/summary with the containers' ephemeral storage.
-func (n *Node) serveSummary(w http.ResponseWriter, r *http.Request) {
+// serveKubelet answers the kubelet endpoints the stand-in has, for a caller with the node's
+// bearer token or a client certificate of the API server's client CA.
+func (n *Node) serveKubelet(w http.ResponseWriter, r *http.Request) {
 	tok, _ := os.ReadFile(n.TokenFile)
-	if r.Header.Get("Authorization") != "Bearer "+strings.TrimSpace(string(tok)) {
+	certOK := r.TLS != nil && len(r.TLS.VerifiedChains) > 0
+	if !certOK && r.Header.Get("Authorization") != "Bearer "+strings.TrimSpace(string(tok)) {
 		http.Error(w, "Unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if r.URL.Path != "/stats/summary" {
+	switch r.URL.Path {
+	case "/stats/summary":
+		n.serveSummary(w)
+	case "/metrics/resource":
+		n.serveResource(w)
+	default:
 		http.NotFound(w, r)
-		return
 	}
+}
+
+// serveSummary answers GET /stats/summary with the containers' ephemeral storage.
+func (n *Node) serveSummary(w http.ResponseWriter) {
 	n.mu.Lock()
 	byPod := map[string]*stats.PodStats{}
 	now := metav1.Now()

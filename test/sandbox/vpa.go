@@ -20,7 +20,7 @@ import (
 
 // VPAOptions are the extra flags of each VPA component (beyond kubeconfig, ports, certs).
 type VPAOptions struct {
-	Recommender, Updater, AdmissionController, MetricsServer []string
+	Recommender, Updater, AdmissionController []string
 	// Deferred leaves the recommender and updater to StartVPALoops (the scale bench starts
 	// them once every pod runs, so their first loop is a cold start over the whole cluster).
 	Deferred bool
@@ -58,10 +58,6 @@ func (s *Sandbox) startVPA(ctx context.Context, kc string) error {
 	}
 	if _, err := s.Kube.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/verticalpodautoscalers.autoscaling.k8s.io", "crd/verticalpodautoscalercheckpoints.autoscaling.k8s.io"); err != nil {
-		return err
-	}
-	s.logf("starting metrics-server v0.8.0 (scrapes the kubelet stand-ins' /metrics/resource)")
-	if err := s.startMetricsServer(ctx, kc); err != nil {
 		return err
 	}
 

@@ -24,6 +24,8 @@ type App struct {
 	CPU, Memory, MemLimit  string // the author's (over-provisioned) values
 	// Sidecars adds that many more containers with the same resources (side-1, ...).
 	Sidecars int
+	// Node pins the pods to one node (nodeSelector kubernetes.io/hostname); "" = any.
+	Node string
 }
 
 // EnsureNamespace creates ns if it does not exist.
@@ -70,6 +72,9 @@ func (s *Sandbox) Deploy(ctx context.Context, ns string, a App, mode string) err
 				},
 			},
 		},
+	}
+	if a.Node != "" {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": a.Node}
 	}
 	return s.Client.Create(ctx, d)
 }

@@ -114,5 +114,4 @@ var VPAFlags = sandbox.VPAOptions{
 		"--confidence-interval-cpu=1m", "--confidence-interval-memory=1m"},
 	Updater: []string{"--updater-interval=10s", "--min-replicas=1",
 		"--in-recommendation-bounds-eviction-lifetime-threshold=30s"},
-	MetricsServer: []string{"--metric-resolution=10s"},
 }

@@ -52,6 +52,10 @@ type Agent struct {
 
 	retention atomic.Int64 // time.Duration of BallastConfig's retentionWindow
 	heartbeat atomic.Int64 // unix nanos of the sampling loop's last turn
+	// since and sampled are the unix nanos of the sampling loop's first and latest
+	// completed turn: the store heartbeat's Since and (once flushed) Through.
+	since, sampled atomic.Int64
+	through        time.Time // newest turn whose samples are all in the store (flusher only)
 	// counters caches ballast_node_samples_total children; guarded by st.mu.
 	counters map[[3]string]prometheus.Counter
 }

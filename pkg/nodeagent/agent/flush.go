@@ -104,6 +104,9 @@ func (a *Agent) runFlusher(ctx context.Context) error {
 // queued OOM events and writes every filed window in pipelined batches. Windows of a batch
 // that fails stay in the buffer (merged with newer samples) for the next flush.
 func (a *Agent) flushOnce(ctx context.Context, now time.Time) {
+	// Every sample of the turns completed so far is in the buffer now; once the buffer is
+	// written, the heartbeat may say so.
+	sampled := a.sampled.Load()
 	a.filePending(now)
 	l := a.layout()
 	a.buf.Expire(now, l.TTL())
@@ -115,16 +118,24 @@ func (a *Agent) flushOnce(ctx context.Context, now time.Time) {
 		return
 	}
 	a.retryOOM(ctx, now)
+	if a.flushAll(ctx, w, l, now) && sampled != 0 {
+		a.through = time.Unix(0, sampled)
+	}
+	a.writeHeartbeat(ctx, w, now)
+}
+
+// flushAll writes the buffer's filed windows in batches; it reports whether all were written.
+func (a *Agent) flushAll(ctx context.Context, w *store.Writer, l series.Layout, now time.Time) bool {
 	for {
 		ups := a.buf.Take(a.o.FlushMaxWindows)
 		if len(ups) == 0 {
-			return
+			return true
 		}
 		if !a.flushBatch(ctx, w, l, ups, now) {
-			return
+			return false
 		}
 		if len(ups) < a.o.FlushMaxWindows {
-			return
+			return true
 		}
 	}
 }

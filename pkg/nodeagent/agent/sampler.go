@@ -47,6 +47,8 @@ func (a *Agent) runSampler(ctx context.Context) error {
 			}
 			next = minTime(next, g.next)
 		}
+		a.since.CompareAndSwap(0, now.UnixNano())
+		a.sampled.Store(now.UnixNano())
 		return next
 	})
 }
