@@ -157,7 +157,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 		}
 		go n.run(rctx, tick)
 		if o.Nodes <= 10 {
-			s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
+			s.logf("node %s: cgroup tree %s, kubelet stub %s", name, n.CgroupRoot, n.Kubelet.URL)
 		}
 		if o.NodeBin == "" || vpa || i >= o.Nodes-o.AgentlessNodes {
 			continue // API-side only (the sandbox's own tests), no Ballast at all, or a node without an agent

@@ -23,10 +23,11 @@ type Schedule struct {
 }
 
 // The apps: the demo's over-provisioned shop (4 replicas in each of three namespaces) and
-// the OOM-ing image processor.
+// the OOM-ing image processor, its limit low enough (200Mi; the model climbs from 150Mi at
+// 2Mi/s) that it is killed before either system has a usable recommendation.
 var (
 	shop    = sandbox.App{Name: "shop", Component: "web", Model: sandbox.ModelSteady, Replicas: 4, CPU: "1", Memory: "1Gi", MemLimit: "2Gi"}
-	imgproc = sandbox.App{Name: "imgproc", Component: "worker", Model: sandbox.ModelOOM, Replicas: 1, CPU: "500m", Memory: "256Mi", MemLimit: "300Mi"}
+	imgproc = sandbox.App{Name: "imgproc", Component: "worker", Model: sandbox.ModelOOM, Replicas: 1, CPU: "500m", Memory: "160Mi", MemLimit: "200Mi"}
 	shopNS  = []string{"team-a", "team-b", "team-c"}
 )
 

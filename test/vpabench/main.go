@@ -38,6 +38,7 @@ func main() {
 	ballastScale := flag.String("ballast", "", "scale: Ballast's BenchmarkScale JSON")
 	ballastAdm := flag.String("ballast-admission", "", "scale: Ballast's BenchmarkAdmissionLatency JSON")
 	flag.Parse()
+	harness.Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *mode == "scale" {
@@ -88,7 +89,9 @@ func run(ctx context.Context, dir string, nodes int, seed uint64, only, docs str
 func runSide(ctx context.Context, dir, bin, sys string, nodes int, seed uint64, sch Schedule) (*Result, error) {
 	o := sandbox.Options{Dir: dir, Nodes: nodes, ControlBin: filepath.Join(bin, "ballast-control"),
 		NodeBin: filepath.Join(bin, "ballast-node"), SampleInterval: time.Second, Readiness: sandbox.DemoReadiness,
-		Progress: os.Stdout, System: sys, Seed: seed, VPA: VPAFlags}
+		Progress: os.Stdout, System: sys, Seed: seed, VPA: VPAFlags,
+		// The sandbox's default is debug; VPA runs at its default verbosity, so Ballast at info.
+		ControlArgs: []string{"--log-level", "info"}}
 	s, err := sandbox.Start(ctx, o)
 	if err != nil {
 		return nil, err
