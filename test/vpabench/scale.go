@@ -64,7 +64,7 @@ func runScale(ctx context.Context, dir string, o ScaleOptions) (*VPAScale, error
 	err = parallel(16, workloads, func(i int) error {
 		apps[i] = fmt.Sprintf("app-%d", i)
 		a := sandbox.App{Name: apps[i], Component: "api", Model: sandbox.ModelSteady, Replicas: int32(o.Replicas),
-			CPU: "500m", Memory: "512Mi", MemLimit: "1Gi", Sidecars: 1}
+			CPU: "100m", Memory: "128Mi", MemLimit: "256Mi", Sidecars: 1} // 20 pods fit a node of 8 cores / 16Gi
 		if err := s.Deploy(ctx, nsOf(i), a, ""); err != nil {
 			return err
 		}

@@ -92,7 +92,7 @@ func scaleMarkdown(b *ballastScale, a *ballastAdmission, v *VPAScale, o ScaleOpt
 		all = fmt.Sprintf("%.0f s", v.AllRecommendedS)
 	}
 	fmt.Fprintf(&s, "| start → every workload has a recommendation | (cold cycle) | %s |\n", all)
-	fmt.Fprintf(&s, "| steady cycle, median / worst | %s | recommender %.1f / %.1f s (%d loops); updater %.1f / %.1f s (%d loops) |\n",
+	fmt.Fprintf(&s, "| steady cycle, median / worst | %s | recommender %.1f / %.1f s (%d loops); updater %.2f / %.2f s (%d loops) |\n",
 		bv(func(b *ballastScale) string {
 			return fmt.Sprintf("%.1f / %.1f s (%d cycles, agents flushing)", b.SteadyCycleS, b.SteadyCycleMaxS, b.SteadyCycles)
 		}), v.RecLoopS, v.RecLoopMaxS, v.RecLoops, v.UpdLoopS, v.UpdLoopMaxS, v.UpdLoops)

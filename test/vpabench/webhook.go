@@ -107,7 +107,10 @@ func vpaReview(i int, rs *appsv1.ReplicaSet) []byte {
 	ar := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{UID: types.UID(fmt.Sprint(i)), Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: rs.Namespace, Name: pod.Name,
-			Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}}
+			// requestKind and requestResource as kube-apiserver sends them (VPA reads requestKind).
+			RequestKind:     &metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			RequestResource: &metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Operation:       admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}}
 	out, _ := json.Marshal(ar)
 	return out
 }
