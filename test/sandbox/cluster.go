@@ -45,6 +45,9 @@ type Options struct {
 	// and Tick is the models' step (default 1 s).
 	Light bool
 	Tick  time.Duration
+	// ControllerQPS raises kube-scheduler's and kube-controller-manager's API client QPS
+	// (burst twice that) from their defaults (50 and 20), for the scale bench's mass deploys.
+	ControllerQPS int
 	// AgentlessNodes is how many of the nodes (the last ones) run no ballast-node, like
 	// serverless or virtual nodes.
 	AgentlessNodes int
@@ -223,11 +226,15 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 	if err != nil {
 		return err
 	}
+	var qps []string
+	if q := s.Opts.ControllerQPS; q > 0 {
+		qps = []string{"--kube-api-qps=" + strconv.Itoa(q), "--kube-api-burst=" + strconv.Itoa(2*q)}
+	}
 	for _, c := range []struct {
 		name, bin string
 		args      []string
 	}{
-		{"kube-scheduler", sched, []string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p1)}},
+		{"kube-scheduler", sched, append([]string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p1)}, qps...)},
 		{"kube-controller-manager", kcm, []string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(p2), "--controllers=*,-serviceaccount-token,-serviceaccount",
 			"--use-service-account-credentials=false", "--node-monitor-grace-period=40s"}},
@@ -237,6 +244,9 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 			// grace period runs out and every node flaps NotReady.
 			"--node-lease-duration-seconds=" + strconv.Itoa(nodeLeaseSeconds)}},
 	} {
+		if c.name == "kube-controller-manager" {
+			c.args = append(c.args, qps...)
+		}
 		p, err := startProc(s.Opts.Dir, c.name, c.bin, c.args...)
 		if err != nil {
 			return err

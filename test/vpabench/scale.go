@@ -51,7 +51,8 @@ var vpaScaleFlags = sandbox.VPAOptions{Deferred: true, Updater: []string{"--min-
 func runScale(ctx context.Context, dir string, o ScaleOptions) (*VPAScale, error) {
 	r := &VPAScale{Nodes: o.Nodes, Pods: o.Pods, AllRecommendedS: -1, WritesPerMin: map[string]float64{}, RSS: map[string]float64{}}
 	s, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(dir, "vpa-scale"), Nodes: o.Nodes, System: sandbox.SystemVPA,
-		Light: true, Tick: 10 * time.Second, Progress: os.Stdout, VPA: vpaScaleFlags, Readiness: sandbox.DemoReadiness})
+		Light: true, Tick: 10 * time.Second, Progress: os.Stdout, VPA: vpaScaleFlags, Readiness: sandbox.DemoReadiness,
+		ControllerQPS: 200})
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +283,11 @@ func apiWrites(ctx context.Context, s *sandbox.Sandbox) (map[string]float64, err
 	if err != nil {
 		return nil, err
 	}
+	return parseWrites(out), nil
+}
+
+// parseWrites sums apiserver_request_total's write verbs by resource[/subresource].
+func parseWrites(out string) map[string]float64 {
 	m := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -306,7 +312,7 @@ func apiWrites(ctx context.Context, s *sandbox.Sandbox) (map[string]float64, err
 		v, _ := strconv.ParseFloat(g[2], 64)
 		m[k] += v
 	}
-	return m, nil
+	return m
 }
 
 func medMax(xs []float64) (med, mx float64, n int) {
