@@ -35,6 +35,8 @@ type VPAScale struct {
 	RecLoopS, RecLoopMaxS             float64 // median and worst later loop
 	RecLoops                          int
 	AllRecommendedS                   float64 // recommender start → every VPA has a recommendation (-1: not in the window)
+	RecommendedAtEnd                  int     // VPAs with a recommendation when the window closed
+	WindowS                           float64
 	UpdLoopS, UpdLoopMaxS             float64
 	UpdLoops                          int
 	WebhookP50, WebhookP99            float64 // ms, AdmissionReviews posted at 200/s
@@ -125,6 +127,8 @@ func runScale(ctx context.Context, dir string, o ScaleOptions) (*VPAScale, error
 			}
 		}
 	}
+	r.RecommendedAtEnd, _ = recommended(ctx, s.Client)
+	r.WindowS = o.Window.Seconds()
 	w1, _ := apiWrites(ctx, s)
 	mins := time.Since(start).Minutes()
 	for k, v := range w1 {
