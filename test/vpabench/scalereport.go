@@ -83,11 +83,14 @@ func scaleMarkdown(b *ballastScale, a *ballastAdmission, v *VPAScale, o ScaleOpt
 		return f(b)
 	}
 	fmt.Fprintf(&s, "| workloads (profiles / VPA objects) | %s | %d |\n", bv(func(b *ballastScale) string { return fmt.Sprint(b.Profiles) }), v.VPAs)
-	fmt.Fprintf(&s, "| cold cycle | %s | %.1f s (first recommender loop, no checkpoints) |\n",
-		bv(func(b *ballastScale) string {
-			return fmt.Sprintf("%.1f s (2 h backlog read and compacted)", b.ColdCycleS)
-		}), v.FirstRecLoopS)
-	all := "not within the window"
+	first := fmt.Sprintf("%.1f s (first recommender loop, no checkpoints)", v.FirstRecLoopS)
+	if v.FirstRecLoopS == 0 {
+		first = fmt.Sprintf("first recommender loop not finished within the %.0f s window (%d of %d VPAs had a recommendation)",
+			v.WindowS, v.RecommendedAtEnd, v.VPAs)
+	}
+	fmt.Fprintf(&s, "| cold cycle | %s | %s |\n",
+		bv(func(b *ballastScale) string { return fmt.Sprintf("%.1f s (2 h backlog read and compacted)", b.ColdCycleS) }), first)
+	all := fmt.Sprintf("not within the window (%d of %d)", v.RecommendedAtEnd, v.VPAs)
 	if v.AllRecommendedS >= 0 {
 		all = fmt.Sprintf("%.0f s", v.AllRecommendedS)
 	}
