@@ -89,7 +89,9 @@ func scaleMarkdown(b *ballastScale, a *ballastAdmission, v *VPAScale, o ScaleOpt
 			v.WindowS, v.RecommendedAtEnd, v.VPAs)
 	}
 	fmt.Fprintf(&s, "| cold cycle | %s | %s |\n",
-		bv(func(b *ballastScale) string { return fmt.Sprintf("%.1f s (2 h backlog read and compacted)", b.ColdCycleS) }), first)
+		bv(func(b *ballastScale) string {
+			return fmt.Sprintf("%.1f s (2 h backlog read and compacted)", b.ColdCycleS)
+		}), first)
 	all := fmt.Sprintf("not within the window (%d of %d)", v.RecommendedAtEnd, v.VPAs)
 	if v.AllRecommendedS >= 0 {
 		all = fmt.Sprintf("%.0f s", v.AllRecommendedS)
