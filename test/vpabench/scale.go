@@ -46,7 +46,7 @@ type VPAScale struct {
 	RecommenderPeakMiB, ControlRSSMiB float64
 }
 
-// vpaScaleFlags are VPA's defaults (1 min loops, QPS 5 / burst 10 against the API server):
+// vpaScaleFlags are VPA's defaults (1 min loops, API client QPS 50 / burst 100):
 // the scale run is about what users get out of the box.
 var vpaScaleFlags = sandbox.VPAOptions{Deferred: true, Updater: []string{"--min-replicas=1"}}
 
