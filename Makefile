@@ -69,6 +69,26 @@ bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./pkg/nodeagent/agent/
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 3 ./pkg/control/resize/
 
+# Side by side with VPA 1.8.1 (issue 17); neither is part of make test. They build only
+# their own tools (VPA, metrics-server), never the whole tool set.
+BENCH_DIR   ?= $(CURDIR)/_output/bench
+SCALE_NODES ?= 1000
+SCALE_PODS  ?= 20000
+
+.PHONY: bench-vpa bench-scale
+bench-vpa: ## Ballast and VPA 1.8.1 on identical sandboxes, one scenario, same seed; table + chart into docs/benchmarks.md
+	@hack/tools/build.sh vpa metrics-server
+	$(GO) run ./test/vpabench -dir $(BENCH_DIR)/vpa -docs docs/benchmarks.md $(BENCH_VPA_FLAGS)
+
+bench-scale: ## SCALE_NODES nodes / SCALE_PODS pods (1,000 / 20,000): Ballast's store and webhook, then VPA in a kwok cluster
+	@hack/tools/build.sh vpa metrics-server
+	@mkdir -p $(BENCH_DIR)
+	BALLAST_SCALE_NODES=$(SCALE_NODES) BALLAST_SCALE_PODS=$(SCALE_PODS) BALLAST_ADMISSION_PROFILES=$$(( $(SCALE_PODS) / 2 )) \
+	BALLAST_SCALE_OUT=$(BENCH_DIR)/scale-ballast.json BALLAST_ADMISSION_OUT=$(BENCH_DIR)/admission-ballast.json \
+	  $(GO) test -run '^$$' -bench 'BenchmarkScale|BenchmarkAdmissionLatency' -benchtime 1x -timeout 60m ./test/bench/
+	$(GO) run ./test/vpabench -mode scale -dir $(BENCH_DIR)/scale -nodes $(SCALE_NODES) -pods $(SCALE_PODS) \
+	  -ballast $(BENCH_DIR)/scale-ballast.json -ballast-admission $(BENCH_DIR)/admission-ballast.json -docs docs/benchmarks.md $(BENCH_SCALE_FLAGS)
+
 .PHONY: demo demo-check
 demo: demo-check tools build ## run the measure → profile → apply loop locally (DEMO_FLAGS=--keep keeps it running)
 	$(BIN)/ballast-demo $(DEMO_FLAGS)

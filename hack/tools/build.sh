@@ -5,6 +5,7 @@
 #
 #   hack/tools/build.sh            build every tool that is out of date
 #   hack/tools/build.sh kube helm  build only the named tool modules
+#   hack/tools/build.sh vpa        VPA v1.8.1 for make bench-vpa (not in the default list)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,6 +40,16 @@ build_kwok() {
     [ -f "$src/$f.yaml" ] || f=${f/\/fast\//\/general\/}
     { echo "---"; cat "$src/$f.yaml"; } >>"$bin/kwok-stages.yaml"
   done
+}
+
+# VPA v1.8.1 (recommender, updater, admission-controller) for the comparison bench only; the CRD
+# manifest comes from the same module's source so the objects match the binaries.
+build_vpa() {
+  local m=k8s.io/autoscaler/vertical-pod-autoscaler/pkg c
+  for c in recommender updater admission-controller; do
+    go build -trimpath -ldflags "-s -w" -o "$bin/vpa-$c" "$m/$c"
+  done
+  cp "$(go list -m -f '{{.Dir}}' k8s.io/autoscaler/vertical-pod-autoscaler)/deploy/vpa-v1-crd-gen.yaml" "$bin/vpa-crds.yaml"
 }
 
 build_metrics-server() {

@@ -39,10 +39,11 @@ import (
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
-const (
-	benchProfiles = 10000
-	benchRate     = 200 // requests per second
-)
+const benchRate = 200 // requests per second
+
+// benchProfiles is the number of Sufficient profiles in the cache (make bench-scale sets it
+// from the scale's pod count).
+var benchProfiles = envInt("BALLAST_ADMISSION_PROFILES", 10000)
 
 // BenchmarkAdmissionLatency measures the webhook handler over TLS at a fixed 200 requests/s
 // with 10,000 Sufficient profiles in the informer cache, against a baseline TLS handler that
@@ -111,6 +112,11 @@ func BenchmarkAdmissionLatency(b *testing.B) {
 	b.ReportMetric(p(base, 0.50), "baseline-p50-ms")
 	b.ReportMetric(p(base, 0.99), "baseline-p99-ms")
 	b.ReportMetric(p(lat, 0.99)/p(base, 0.99), "p99-ratio")
+	if out := os.Getenv("BALLAST_ADMISSION_OUT"); out != "" {
+		j, _ := json.Marshal(map[string]float64{"profiles": float64(benchProfiles), "p50_ms": p(lat, .5), "p99_ms": p(lat, .99),
+			"baseline_p50_ms": p(base, .5), "baseline_p99_ms": p(base, .99)})
+		must(b, os.WriteFile(out, j, 0o644))
+	}
 	fmt.Printf("\n%-28s %10s %10s\n%-28s %10.2f %10.2f\n%-28s %10.2f %10.2f\n%-28s %10.2f %10.2f\n",
 		fmt.Sprintf("admission @%d/s, %d profiles", benchRate, benchProfiles), "p50 ms", "p99 ms",
 		"ballast handler", p(lat, .5), p(lat, .99), "baseline (decode+allow)", p(base, .5), p(base, .99),

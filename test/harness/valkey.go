@@ -119,6 +119,14 @@ func startValkey(addr string, extra ...string) (*Valkey, error) {
 // URL is the redis:// URL of the server.
 func (v *Valkey) URL() string { return "redis://" + v.Addr }
 
+// Pid is the server's process id (0 when it is not running).
+func (v *Valkey) Pid() int {
+	if v == nil || v.cmd == nil || v.cmd.Process == nil {
+		return 0
+	}
+	return v.cmd.Process.Pid
+}
+
 // Stop kills the server and removes its folder.
 func (v *Valkey) Stop() {
 	if v == nil || v.cmd == nil || v.cmd.Process == nil {

@@ -33,6 +33,21 @@ type Options struct {
 	Readiness ballastv1.Readiness
 	// Progress receives one line per step.
 	Progress io.Writer
+	// System is what sizes the pods: SystemBallast (the default) or SystemVPA, the real
+	// Vertical Pod Autoscaler with metrics-server instead of Ballast (vpa.go).
+	System string
+	// Seed varies the workload models' noise; two sandboxes with the same seed and nodes
+	// see the same sequence.
+	Seed uint64
+	// VPA tunes the VPA components (SystemVPA only).
+	VPA VPAOptions
+	// Light nodes keep no cgroup files (for runs without real agents: the scale bench),
+	// and Tick is the models' step (default 1 s).
+	Light bool
+	Tick  time.Duration
+	// ControllerQPS raises kube-scheduler's and kube-controller-manager's API client QPS
+	// (burst twice that) from their defaults (50 and 20), for the scale bench's mass deploys.
+	ControllerQPS int
 	// AgentlessNodes is how many of the nodes (the last ones) run no ballast-node, like
 	// serverless or virtual nodes.
 	AgentlessNodes int
@@ -46,6 +61,12 @@ type Options struct {
 	ControlArgs []string
 }
 
+// Systems a sandbox can run.
+const (
+	SystemBallast = "ballast"
+	SystemVPA     = "vpa"
+)
+
 // Sandbox is a running sandbox.
 type Sandbox struct {
 	Opts   Options
@@ -53,6 +74,9 @@ type Sandbox struct {
 	Valkey *harness.Valkey
 	Client client.Client // cached-free admin client
 	Nodes  []*Node
+
+	// VPAInfo says where the VPA components listen (SystemVPA only).
+	VPAInfo VPAInfo
 
 	procs         []*harness.Proc
 	agents        map[string]*harness.Proc // ballast-node per node name
@@ -88,7 +112,7 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	s.cancel = cancel
 
 	s.logf("starting etcd and kube-apiserver v1.37.2 on loopback")
-	if s.Kube, err = harness.StartKube(harness.KubeOptions{WithoutCRDs: true, Aggregation: o.MetricsServer}); err != nil {
+	if s.Kube, err = harness.StartKube(harness.KubeOptions{WithoutCRDs: true, Aggregation: o.MetricsServer || o.System == SystemVPA}); err != nil {
 		return s, err
 	}
 	s.Client = s.Kube.Client
@@ -97,9 +121,12 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	}
 	kc := filepath.Join(o.Dir, "kubeconfig")
 
-	s.logf("installing Ballast's CRDs (ballast-control apply-crds)")
-	if err := s.run(ctx, "apply-crds", o.ControlBin, "--kubeconfig", kc, "apply-crds"); err != nil {
-		return s, err
+	vpa := o.System == SystemVPA
+	if !vpa {
+		s.logf("installing Ballast's CRDs (ballast-control apply-crds)")
+		if err := s.run(ctx, "apply-crds", o.ControlBin, "--kubeconfig", kc, "apply-crds"); err != nil {
+			return s, err
+		}
 	}
 
 	s.logf("starting kube-scheduler, kube-controller-manager and kwok")
@@ -107,43 +134,55 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 		return s, err
 	}
 
-	s.logf("starting Valkey")
-	if s.Valkey, err = harness.StartValkey(); err != nil {
-		return s, err
-	}
-
-	s.logf("starting ballast-control (controllers + webhook with built-in certificates)")
-	if err := s.startControl(ctx, kc); err != nil {
-		return s, err
-	}
-	if err := s.configure(ctx); err != nil {
-		return s, err
+	if !vpa {
+		s.logf("starting Valkey")
+		if s.Valkey, err = harness.StartValkey(); err != nil {
+			return s, err
+		}
+		s.logf("starting ballast-control (controllers + webhook with built-in certificates)")
+		if err := s.startControl(ctx, kc); err != nil {
+			return s, err
+		}
+		if err := s.configure(ctx); err != nil {
+			return s, err
+		}
 	}
 
 	for i := 0; i < o.Nodes; i++ {
 		name := fmt.Sprintf("sim-node-%d", i+1)
-		n, err := newNode(ctx, s.Client, o.Dir, name, s.Kube.ClientCAFile(), s.Kube.KubeletClientCAFile())
+		n, err := newNode(ctx, s.Client, o.Dir, name, o.Seed, s.Kube.ClientCAFile(), s.Kube.KubeletClientCAFile())
 		if err != nil {
 			return s, err
 		}
 		s.Nodes = append(s.Nodes, n)
-		go n.run(rctx, time.Second)
-		if o.NodeBin == "" || i >= o.Nodes-o.AgentlessNodes {
-			// API-side only (the sandbox's own tests), or a node without an agent.
-			s.logf("node %s: cgroup tree %s, kubelet stub %s; no agent", name, n.CgroupRoot, n.Kubelet.URL)
-			continue
+		n.light = o.Light
+		tick := o.Tick
+		if tick <= 0 {
+			tick = time.Second
+		}
+		go n.run(rctx, tick)
+		if o.Nodes <= 10 {
+			s.logf("node %s: cgroup tree %s, kubelet stub %s", name, n.CgroupRoot, n.Kubelet.URL)
+		}
+		if o.NodeBin == "" || vpa || i >= o.Nodes-o.AgentlessNodes {
+			continue // API-side only (the sandbox's own tests), no Ballast at all, or a node without an agent
 		}
 		s.logf("node %s: cgroup tree %s, kubelet stub %s; starting ballast-node", name, n.CgroupRoot, n.Kubelet.URL)
 		if err := s.startAgent(kc, n); err != nil {
 			return s, err
 		}
 	}
-	if err := harness.Poll(ctx, 60*time.Second, "nodes Ready", s.nodesReady); err != nil {
+	if err := harness.Poll(ctx, 60*time.Second+time.Duration(o.Nodes)*100*time.Millisecond, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
 	}
-	if o.MetricsServer {
+	if o.MetricsServer || vpa {
 		s.logf("starting metrics-server and registering %s", MetricsAPIService)
 		if err := s.startMetricsServer(ctx, kc); err != nil {
+			return s, err
+		}
+	}
+	if vpa {
+		if err := s.startVPA(ctx, kc); err != nil {
 			return s, err
 		}
 	}
@@ -190,11 +229,15 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 	if err != nil {
 		return err
 	}
+	var qps []string
+	if q := s.Opts.ControllerQPS; q > 0 {
+		qps = []string{"--kube-api-qps=" + strconv.Itoa(q), "--kube-api-burst=" + strconv.Itoa(2*q)}
+	}
 	for _, c := range []struct {
 		name, bin string
 		args      []string
 	}{
-		{"kube-scheduler", sched, []string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p1)}},
+		{"kube-scheduler", sched, append([]string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p1)}, qps...)},
 		{"kube-controller-manager", kcm, []string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(p2), "--controllers=*,-serviceaccount-token,-serviceaccount",
 			"--use-service-account-credentials=false", "--node-monitor-grace-period=40s"}},
@@ -204,6 +247,9 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 			// grace period runs out and every node flaps NotReady.
 			"--node-lease-duration-seconds=" + strconv.Itoa(nodeLeaseSeconds)}},
 	} {
+		if c.name == "kube-controller-manager" {
+			c.args = append(c.args, qps...)
+		}
 		p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), c.name, c.bin, c.args...)
 		if err != nil {
 			return err

@@ -48,6 +48,15 @@ type Node struct {
 	mu         sync.Mutex
 	containers map[string]*simContainer // by container ID
 	used       usage                    // sum of the last tick, for the chart
+	truth      map[string]*AppTruth     // by namespace/app (truth.go)
+	light      bool                     // no cgroup files (no agent reads them: the scale bench)
+	ooms       []oomReport              // kills not yet in the pod's status
+}
+
+type oomReport struct {
+	pod       client.ObjectKey
+	container string
+	at        time.Time
 }
 
 type simContainer struct {
@@ -69,13 +78,13 @@ var nodeCapacity = corev1.ResourceList{
 	corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 }
 
-// newNode creates the node and its kubelet stand-in. clientCAs are the CAs whose client
-// certificates the stand-in accepts besides the bearer token (a real kubelet's
-// --client-ca-file): metrics-server authenticates with its kubeconfig's certificate, the
-// API server's node proxy with its kubelet client certificate.
-func newNode(ctx context.Context, c client.Client, dir, name string, clientCAs ...string) (*Node, error) {
+// newNode creates the node and its kubelet stand-in (its noise seeded by seed). clientCAs
+// are the CAs whose client certificates the stand-in accepts besides the bearer token (a
+// real kubelet's --client-ca-file): metrics-server authenticates with its kubeconfig's
+// certificate, the API server's node proxy with its kubelet client certificate.
+func newNode(ctx context.Context, c client.Client, dir, name string, seed uint64, clientCAs ...string) (*Node, error) {
 	n := &Node{Name: name, CgroupRoot: filepath.Join(dir, "nodes", name, "cgroup"), c: c, start: time.Now(),
-		rng: rand.New(rand.NewPCG(uint64(len(name)), 7)), containers: map[string]*simContainer{}}
+		rng: rand.New(rand.NewPCG(uint64(len(name)), 7+seed)), containers: map[string]*simContainer{}}
 	if err := os.MkdirAll(filepath.Join(n.CgroupRoot, "kubepods.slice"), 0o755); err != nil {
 		return nil, err
 	}
@@ -147,6 +156,21 @@ func (n *Node) step(ctx context.Context, now time.Time, dt time.Duration) {
 	for i := range pods.Items {
 		n.simulateResize(ctx, &pods.Items[i])
 	}
+	n.stepLocked(pods, now, dt)
+	n.mu.Lock()
+	pending := n.ooms
+	n.ooms = nil
+	n.mu.Unlock()
+	for _, o := range pending {
+		if !n.reportOOM(ctx, o.pod, o.container, o.at) {
+			n.mu.Lock()
+			n.ooms = append(n.ooms, o) // a conflict: again on the next tick
+			n.mu.Unlock()
+		}
+	}
+}
+
+func (n *Node) stepLocked(pods *corev1.PodList, now time.Time, dt time.Duration) {
 	seen := map[string]bool{}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -170,7 +194,11 @@ func (n *Node) step(ctx context.Context, now time.Time, dt time.Duration) {
 				n.containers[id.ID] = sc
 			}
 			n.followLimit(p, sc)
-			n.advance(sc, now, dt)
+			oom := n.advance(sc, now, dt)
+			n.account(p, sc, dt, oom, now)
+			if oom {
+				n.ooms = append(n.ooms, oomReport{pod: client.ObjectKeyFromObject(p), container: cs.Name, at: now})
+			}
 			total.MilliCPU += sc.last.MilliCPU
 			total.MemoryBytes += sc.last.MemoryBytes
 		}
@@ -201,6 +229,9 @@ func (n *Node) newContainer(p *corev1.Pod, name string, id cgroup.ContainerID) (
 				sc.limit = float64(l.Value())
 			}
 		}
+	}
+	if n.light {
+		return sc, nil
 	}
 	abs := filepath.Join(n.CgroupRoot, sc.dir)
 	if err := os.MkdirAll(abs, 0o755); err != nil {
@@ -278,12 +309,19 @@ func (n *Node) followLimit(p *corev1.Pod, sc *simContainer) {
 }
 
 // advance moves one container's counters forward by dt and rewrites its cgroup files.
-func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) {
+func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) bool {
 	u, oom := sc.model(now.Sub(sc.started).Seconds(), n.rng, sc.limit)
 	u.MilliCPU, u.MemoryBytes = clampPositive(u.MilliCPU), clampPositive(u.MemoryBytes)
 	sc.last, sc.at = u, now
 	sc.usageUsec += u.MilliCPU / 1000 * dt.Seconds() * 1e6
 	sc.peak = max(sc.peak, u.MemoryBytes)
+	if n.light {
+		if oom {
+			sc.ooms++
+			sc.started, sc.peak = now, 0
+		}
+		return oom
+	}
 	abs := filepath.Join(n.CgroupRoot, sc.dir)
 	inactive := 8 * mi
 	_ = writeFile(abs, "cpu.stat", fmt.Sprintf("usage_usec %d\nuser_usec %d\nsystem_usec %d\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
@@ -300,6 +338,7 @@ func (n *Node) advance(sc *simContainer, now time.Time, dt time.Duration) {
 		_ = os.WriteFile(filepath.Join(abs, "memory.events.local"), []byte(ev), 0o644)
 		sc.started, sc.peak = now, 0
 	}
+	return oom
 }
 
 // serveKubelet answers the kubelet endpoints the stand-in has, for a caller with the node's

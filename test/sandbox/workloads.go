@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/test/harness"
 )
 
 // App is a Deployment the scenario runs.
@@ -21,17 +23,31 @@ type App struct {
 	Name, Component, Model string
 	Replicas               int32
 	CPU, Memory, MemLimit  string // the author's (over-provisioned) values
+	// Sidecars adds that many more containers with the same resources (side-1, ...).
+	Sidecars int
 	// Node pins the pods to one node (nodeSelector kubernetes.io/hostname); "" = any.
 	Node string
 }
 
-// Deploy creates the namespace (if needed) and the app's Deployment in mode.
-func (s *Sandbox) Deploy(ctx context.Context, ns string, a App, mode string) error {
+// EnsureNamespace creates ns if it does not exist.
+func (s *Sandbox) EnsureNamespace(ctx context.Context, ns string) error {
 	if err := s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	return nil
+}
+
+// Deploy creates the namespace (if needed) and the app's Deployment in mode ("" = not
+// enrolled in Ballast).
+func (s *Sandbox) Deploy(ctx context.Context, ns string, a App, mode string) error {
+	if err := s.EnsureNamespace(ctx, ns); err != nil {
+		return err
+	}
 	labels := map[string]string{identityLabels[0]: a.Name, identityLabels[1]: a.Component, ModelLabel: a.Model}
-	tmpl := map[string]string{ballastv1.ModeLabel: mode}
+	tmpl := map[string]string{}
+	if mode != "" { // "" = not enrolled in Ballast (the VPA comparison)
+		tmpl[ballastv1.ModeLabel] = mode
+	}
 	for k, v := range labels {
 		tmpl[k] = v
 	}
@@ -51,7 +67,7 @@ func (s *Sandbox) Deploy(ctx context.Context, ns string, a App, mode string) err
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: tmpl},
 				Spec: corev1.PodSpec{
-					Containers:                    []corev1.Container{{Name: "app", Image: "sandbox.invalid/" + a.Name + ":1", Resources: res}},
+					Containers:                    containers(a, res),
 					Tolerations:                   []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
 					TerminationGracePeriodSeconds: ptr.To(int64(0)),
 				},
@@ -62,6 +78,32 @@ func (s *Sandbox) Deploy(ctx context.Context, ns string, a App, mode string) err
 		d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": a.Node}
 	}
 	return s.Client.Create(ctx, d)
+}
+
+func containers(a App, res corev1.ResourceRequirements) []corev1.Container {
+	cs := []corev1.Container{{Name: "app", Image: "sandbox.invalid/" + a.Name + ":1", Resources: res}}
+	for i := 1; i <= a.Sidecars; i++ {
+		cs = append(cs, corev1.Container{Name: fmt.Sprintf("side-%d", i), Image: "sandbox.invalid/side:1", Resources: *res.DeepCopy()})
+	}
+	return cs
+}
+
+// Teardown deletes an app's Deployment and waits until its pods are gone.
+func (s *Sandbox) Teardown(ctx context.Context, ns, app string, wait time.Duration) error {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app}}
+	if err := s.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		return err
+	}
+	return harness.Poll(ctx, wait, "teardown", func() error {
+		pods := &corev1.PodList{}
+		if err := s.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{identityLabels[0]: app}); err != nil {
+			return err
+		}
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{}); err == nil || len(pods.Items) > 0 {
+			return fmt.Errorf("%s/%s: %d pods left", ns, app, len(pods.Items))
+		}
+		return nil
+	})
 }
 
 // SetMode changes the mode label of an app's pod template (a rolling update follows).

@@ -1,0 +1,262 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/policy"
+	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+// ScaleResult is Ballast's side of `make bench-scale`, written as JSON to
+// $BALLAST_SCALE_OUT for test/vpabench to print beside VPA's.
+type ScaleResult struct {
+	Nodes, Pods, Profiles, Series   int
+	ColdCycleS                      float64
+	SteadyCycleS, SteadyCycleMaxS   float64 // median and worst steady cycle while agents flush
+	SteadyCycles                    int
+	AgentOpsPerS, TotalOpsPerS      float64 // Valkey commands/s: agents alone; agents + cycles
+	BytesPerSeries                  float64 // used_memory growth ÷ series after 2 h of history
+	StatusChangesPerCycle           int     // median number of profiles whose status changed materially in a steady cycle
+	PeakRSSMiB                      float64 // the bench process: reader, compute and the simulated agents
+	ValkeyRSSMiB                    float64 // used_memory_rss at the end
+	FlushInterval                   string
+	FlushErrors, FlushesPerNodeDone int64
+}
+
+// BenchmarkScale is the Ballast side of the scale comparison (issue 17): BALLAST_SCALE_PODS
+// enrolled pods (default 20,000) of BALLAST_SCALE_REPLICAS replicas per workload (2: one
+// profile per workload, no pooling across namespaces, the worst case) spread over
+// BALLAST_SCALE_NODES nodes (1,000), each pod 2 containers × 3 resources. After a 2 h
+// history backlog (as BenchmarkProfileCycle), one simulated agent per node flushes every
+// 10 s (store.Writer, the wire format ballast-node uses; one sample per series per flush, 10 s
+// sampling) while profile cycles (store.ProfileReader + recommend.Compute, 8 workers, the
+// controller's code) run back to back for BALLAST_SCALE_STEADY (60 s).
+func BenchmarkScale(b *testing.B) {
+	nodes, pods := envInt("BALLAST_SCALE_NODES", 1000), envInt("BALLAST_SCALE_PODS", 20000)
+	replicas := envInt("BALLAST_SCALE_REPLICAS", 2)
+	steady := envDur("BALLAST_SCALE_STEADY", time.Minute)
+	flushEvery := envDur("BALLAST_SCALE_FLUSH", 10*time.Second)
+	profiles := pods / replicas
+	ctx := context.Background()
+	c, err := store.Open(srv.Valkey.URL())
+	must(b, err)
+	defer c.Close()
+	retention := ballastv1.DefaultRetentionWindow
+	layout := series.DefaultLayout(retention)
+	w, err := store.NewWriter(c, layout)
+	must(b, err)
+	hashes := make([]string, profiles)
+	for i := range hashes {
+		hashes[i] = fmt.Sprintf("%016x", uint64(i+7)*0x9e3779b97f4a7c15)
+	}
+	res := ScaleResult{Nodes: nodes, Pods: pods, Profiles: profiles, Series: profiles * cycleContainers * len(cycleResources),
+		FlushInterval: flushEvery.String()}
+	mem0 := usedMemory(b, c)
+	now := time.Now().UTC()
+	writeHistory(b, w, hashes, now, 24, 1.0)
+
+	adapter := store.NewProfileReader(srv.Valkey.URL())
+	defer adapter.Close()
+	compiled := benchPolicy(b)
+	digests := make([]string, profiles)
+	d, _ := scaleCycle(b, adapter, compiled, hashes, digests, now)
+	res.ColdCycleS = d.Seconds()
+	// After the cold cycle compacted the closed windows into rollups, as in steady state.
+	res.BytesPerSeries = float64(usedMemory(b, c)-mem0) / float64(res.Series)
+	b.Logf("cold cycle over %d profiles: %s", profiles, d)
+
+	actx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var flushes, flushErrs atomic.Int64
+	for n := 0; n < nodes; n++ {
+		wg.Add(1)
+		go func(n int) {
+			defer wg.Done()
+			simAgent(actx, w, n, nodes, pods, replicas, hashes, flushEvery, &flushes, &flushErrs)
+		}(n)
+	}
+	ops := func() int64 { return infoInt(b, c, "stats", "total_commands_processed") }
+	time.Sleep(flushEvery) // every agent has started its cadence
+	o0, t0 := ops(), time.Now()
+	time.Sleep(2 * flushEvery)
+	res.AgentOpsPerS = float64(ops()-o0) / time.Since(t0).Seconds()
+	o0, t0 = ops(), time.Now()
+	// The controller recomputes each profile once per sampling interval (10 s here): one
+	// cycle per flush interval, or back to back when a cycle takes longer.
+	var cycles []float64
+	var changes []int
+	for time.Since(t0) < steady || len(cycles) < 2 {
+		next := time.Now().Add(flushEvery)
+		d, changed := scaleCycle(b, adapter, compiled, hashes, digests, time.Now().UTC())
+		cycles, changes = append(cycles, d.Seconds()), append(changes, changed)
+		time.Sleep(time.Until(next))
+	}
+	slices.Sort(changes)
+	res.StatusChangesPerCycle = changes[len(changes)/2]
+	res.TotalOpsPerS = float64(ops()-o0) / time.Since(t0).Seconds()
+	stop()
+	wg.Wait()
+	slices.Sort(cycles)
+	res.SteadyCycles, res.SteadyCycleS, res.SteadyCycleMaxS = len(cycles), cycles[len(cycles)/2], cycles[len(cycles)-1]
+	res.PeakRSSMiB = rssMiB()
+	res.ValkeyRSSMiB = float64(infoInt(b, c, "memory", "used_memory_rss")) / (1 << 20)
+	res.FlushErrors, res.FlushesPerNodeDone = flushErrs.Load(), flushes.Load()/int64(nodes)
+	b.ReportMetric(res.ColdCycleS, "cold-cycle-s")
+	b.ReportMetric(res.SteadyCycleS, "cycle-s")
+	b.ReportMetric(res.TotalOpsPerS, "valkey-ops/s")
+	b.ReportMetric(res.BytesPerSeries, "B/series")
+	b.ReportMetric(res.PeakRSSMiB, "rss-MiB")
+	out, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Printf("\nscale (Ballast side): %s\n", out)
+	if p := os.Getenv("BALLAST_SCALE_OUT"); p != "" {
+		must(b, os.WriteFile(p, out, 0o644))
+	}
+	if res.FlushErrors > 0 {
+		b.Errorf("%d agent flushes failed", res.FlushErrors)
+	}
+}
+
+// simAgent is one node's agent: its pods are every nodes-th pod; every flush it writes the
+// open window of each of their series with that interval's sample.
+func simAgent(ctx context.Context, w *store.Writer, node, nodes, pods, replicas int, hashes []string, every time.Duration, n, errs *atomic.Int64) {
+	r := rand.New(rand.NewPCG(uint64(node), 17))
+	select { // spread the nodes' cadences over one interval, as independent agents are
+	case <-ctx.Done():
+		return
+	case <-time.After(time.Duration(r.Int64N(int64(every)))):
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		now := time.Now().UTC()
+		start := series.WindowStart(now, series.DefaultWindow)
+		var batch []series.WindowUpdate
+		for p := node; p < pods; p += nodes {
+			for cn := 0; cn < cycleContainers; cn++ {
+				for ri, res := range cycleResources {
+					h := &series.Histogram{}
+					_ = h.Add(float64(100*(ri+1)+r.IntN(50))*float64(1+ri*1000000), now)
+					batch = append(batch, series.WindowUpdate{Series: series.SeriesID{Profile: hashes[p/replicas],
+						Container: "c" + strconv.Itoa(cn), Resource: res, Signal: series.SignalUsage}, Start: start, Hist: h})
+				}
+			}
+		}
+		if err := w.Flush(ctx, batch); err != nil && ctx.Err() == nil {
+			errs.Add(1)
+		}
+		n.Add(1)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// scaleCycle is one profile cycle over every hash; it returns its wall time and how many
+// profiles' computed status changed materially since the previous cycle (digests).
+func scaleCycle(b *testing.B, adapter *store.ProfileReader, compiled *policy.Compiled, hashes, digests []string, now time.Time) (time.Duration, int) {
+	ctx := context.Background()
+	start := time.Now()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var changed atomic.Int64
+	for i := 0; i < cycleWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				s, err := adapter.Read(ctx, hashes[i], now, ballastv1.DefaultRetentionWindow)
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				out := recommend.Compute(recommend.Input{Now: now, Policy: compiled, Retention: ballastv1.DefaultRetentionWindow,
+					SamplingInterval: 10 * time.Second, Containers: s.Containers, PodSeries: s.Pod, OOMs: s.OOMs})
+				if d := digest(out); d != digests[i] {
+					digests[i] = d
+					changed.Add(1)
+				}
+			}
+		}()
+	}
+	for i := range hashes {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return time.Since(start), int(changed.Load())
+}
+
+// digest is the material part of a computed status (what the controller's patch compares:
+// everything but lastUpdated).
+func digest(r recommend.Result) string {
+	cs := slices.Clone(r.Containers)
+	for i := range cs {
+		cs[i].UsageStats = slices.Clone(cs[i].UsageStats)
+		for j := range cs[i].UsageStats {
+			cs[i].UsageStats[j].LastUpdated = nil
+		}
+	}
+	b, _ := json.Marshal(struct {
+		C []ballastv1.ContainerProfile
+		S string
+		M bool
+	}{cs, r.State, r.MeetsThreshold})
+	return string(b)
+}
+
+func benchPolicy(b *testing.B) *policy.Compiled {
+	spec := ballastv1.DefaultPolicySpec(ballastv1.ResourcePolicySpec{Metrics: []ballastv1.MetricSpec{
+		{Resource: "cpu", Field: "request", Source: "s", Aggregation: "avg", Headroom: "1.25"},
+		{Resource: "memory", Field: "request", Source: "s", Aggregation: "p75"},
+		{Resource: "memory", Field: "limit", Source: "s", Aggregation: "p99", Headroom: "1.2"},
+		{Resource: "ephemeral-storage", Field: "request", Source: "s", Aggregation: "p90"}}})
+	compiled, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "bench", 1, spec)
+	must(b, err)
+	return compiled
+}
+
+func usedMemory(b *testing.B, c *store.Client) int64 { return infoInt(b, c, "memory", "used_memory") }
+
+// infoInt reads one integer field of Valkey's INFO section.
+func infoInt(b *testing.B, c *store.Client, section, field string) int64 {
+	s, err := c.Raw().Do(context.Background(), c.Raw().B().Info().Section(section).Build()).ToString()
+	must(b, err)
+	for _, line := range strings.Split(s, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	b.Fatalf("INFO %s has no %s", section, field)
+	return 0
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func envDur(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
