@@ -201,24 +201,10 @@ func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.Workload
 		return raiseRefused
 	}
 	newLim := *resource.NewQuantity(target, resource.BinarySI)
-	ch := sizing.ContainerChanges{Name: ctr.Name, Limits: corev1.ResourceList{corev1.ResourceMemory: newLim}}
-	for _, lr := range longRunningChanges(pod) {
-		if lr.Name == ctr.Name {
-			ch.Sidecar, ch.Index = lr.Sidecar, lr.Index
-		}
-	}
-	if req, ok := ctr.Resources.Requests[corev1.ResourceMemory]; ok && req.Cmp(lim) == 0 {
-		ch.Requests = corev1.ResourceList{corev1.ResourceMemory: newLim}
-	}
-	after := pod.DeepCopy()
-	for _, t := range targetsOf(pod, []sizing.ContainerChanges{ch}) {
-		if c := containerOf(after, t.Name); c != nil {
-			c.Resources.Requests, c.Resources.Limits = t.Requests, t.Limits
-		}
-	}
-	if sizing.QoS(after) != sizing.QoS(pod) {
+	ch, qosBefore, qosAfter := memoryRaise(pod, ctr, lim, newLim)
+	if qosAfter != qosBefore {
 		count("qos_pinned")
-		log.Info("fast raise would change the QoS class, skipped", "qos_current", sizing.QoS(pod), "qos_after", sizing.QoS(after))
+		log.Info("fast raise would change the QoS class, skipped", "qos_current", qosBefore, "qos_after", qosAfter)
 		return raiseRefused
 	}
 	th := c.pressure.opts

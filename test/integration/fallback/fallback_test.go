@@ -51,22 +51,6 @@ func (w logWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func poll(ctx context.Context, timeout time.Duration, what string, f func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: not within %s: %w", what, timeout, err)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
 // TestFallbackAcceptance walks the acceptance list in one sandbox.
 func TestFallbackAcceptance(t *testing.T) {
 	if _, err := harness.Tool("metrics-server"); err != nil {
@@ -110,7 +94,7 @@ func TestFallbackAcceptance(t *testing.T) {
 		}
 	}
 	for _, a := range []string{"edge", "core"} {
-		if err := poll(ctx, 90*time.Second, a+" rolled out", func() error { return s.Rolled(ctx, ns, a) }); err != nil {
+		if err := harness.Poll(ctx, 90*time.Second, a+" rolled out", func() error { return s.Rolled(ctx, ns, a) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,7 +122,7 @@ func TestFallbackAcceptance(t *testing.T) {
 	// Sufficient; the profile says so.
 	start := time.Now()
 	var firstFallback time.Duration
-	err = poll(ctx, 4*time.Minute, "edge Sufficient through the fallback", func() error {
+	err = harness.Poll(ctx, 4*time.Minute, "edge Sufficient through the fallback", func() error {
 		wp, fs, err := share("edge")
 		if err != nil {
 			return err
@@ -205,7 +189,7 @@ func TestFallbackAcceptance(t *testing.T) {
 	}
 	last := hbs[agentNode]
 	var handOver time.Duration
-	err = poll(ctx, 60*time.Second, "core measured through the fallback", func() error {
+	err = harness.Poll(ctx, 60*time.Second, "core measured through the fallback", func() error {
 		if _, _, err := share("core"); err != nil {
 			return err
 		}
@@ -221,7 +205,7 @@ func TestFallbackAcceptance(t *testing.T) {
 	t.Logf("agent killed: core's first metrics.k8s.io fallback sample in the store %v later (heartbeat TTL %v, flush interval 2s)",
 		handOver.Round(100*time.Millisecond), last.TTL)
 	// Stay down for a few readings, then restart.
-	if err := poll(ctx, 60*time.Second, "three fallback readings", func() error {
+	if err := harness.Poll(ctx, 60*time.Second, "three fallback readings", func() error {
 		if _, _, err := share("core"); err != nil {
 			return err
 		}
@@ -236,7 +220,7 @@ func TestFallbackAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back series.Heartbeat
-	if err := poll(ctx, 30*time.Second, "agent heartbeat again", func() error {
+	if err := harness.Poll(ctx, 30*time.Second, "agent heartbeat again", func() error {
 		hbs, _, err := rd.Heartbeats(ctx, time.Now())
 		if err != nil {
 			return err
@@ -252,7 +236,7 @@ func TestFallbackAcceptance(t *testing.T) {
 	// metrics.k8s.io keeps serving a reading for one resolution; wait until no reading from
 	// before the restart can still arrive, then compare.
 	var want int
-	err = poll(ctx, 60*time.Second, "fallback samples = readings in the gap", func() error {
+	err = harness.Poll(ctx, 60*time.Second, "fallback samples = readings in the gap", func() error {
 		want = readings.between(last.Through, back.Since)
 		_, fs, err := share("core")
 		if err != nil {
@@ -274,7 +258,7 @@ func TestFallbackAcceptance(t *testing.T) {
 	t.Logf("hand-over: agent flushed through %s, restarted at %s; %d metrics.k8s.io readings in between, each written once; %d outside, none written; %d ephemeral-storage samples through the node proxy",
 		last.Through.Format(time.TimeOnly), back.Since.Format(time.TimeOnly), want, readings.count()-want, eph)
 	// Back to node-local: the fallback count stays put while the agent's grows.
-	if err := poll(ctx, 30*time.Second, "core node-local again", func() error {
+	if err := harness.Poll(ctx, 30*time.Second, "core node-local again", func() error {
 		wp, fs, err := share("core")
 		if err != nil {
 			return err
@@ -295,7 +279,7 @@ func TestFallbackAcceptance(t *testing.T) {
 	if err := s.UnregisterMetricsAPI(ctx); err != nil {
 		t.Fatal(err)
 	}
-	err = poll(ctx, 60*time.Second, "MetricsAPIUnavailable condition", func() error {
+	err = harness.Poll(ctx, 60*time.Second, "MetricsAPIUnavailable condition", func() error {
 		wp, err := s.Profile(ctx, ns, "edge")
 		if err != nil {
 			return err
@@ -311,7 +295,7 @@ func TestFallbackAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	var evs []corev1.Event
-	err = poll(ctx, 30*time.Second, "one MetricsAPIUnavailable event", func() error {
+	err = harness.Poll(ctx, 30*time.Second, "one MetricsAPIUnavailable event", func() error {
 		list := &corev1.EventList{}
 		if err := s.Client.List(ctx, list, client.MatchingFields{"reason": "MetricsAPIUnavailable"}); err != nil {
 			return err
@@ -328,7 +312,7 @@ func TestFallbackAcceptance(t *testing.T) {
 	// Ten more fallback cycles (2 s each) without the API: still one event, one log line,
 	// and ballast-control alive.
 	deadline := time.Now().Add(20 * time.Second)
-	_ = poll(ctx, 25*time.Second, "ten cycles", func() error {
+	_ = harness.Poll(ctx, 25*time.Second, "ten cycles", func() error {
 		if time.Now().Before(deadline) {
 			return fmt.Errorf("waiting")
 		}
