@@ -10,10 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -114,16 +112,9 @@ func (b *background) pollOOM(ctx context.Context) error {
 		if hash == "" {
 			continue
 		}
-		pods := &corev1.PodList{}
-		if err := c.client.List(ctx, pods, client.MatchingFields{enrollment.ProfileRefIndex: wp.Name}); err != nil {
+		byKey, err := runningResizePods(ctx, c.client, wp)
+		if err != nil {
 			return err
-		}
-		byKey := map[string]*corev1.Pod{}
-		for j := range pods.Items {
-			p := &pods.Items[j]
-			if p.Labels[ballastv1.ModeLabel] == ballastv1.ModeResize && p.Status.Phase == corev1.PodRunning {
-				byKey[p.Namespace+"/"+p.Name] = p
-			}
 		}
 		if len(byKey) == 0 {
 			continue

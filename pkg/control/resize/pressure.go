@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -98,16 +97,9 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 		if hash == "" {
 			continue
 		}
-		pods := &corev1.PodList{}
-		if err := c.client.List(ctx, pods, client.MatchingFields{enrollment.ProfileRefIndex: wp.Name}); err != nil {
+		byKey, err := runningResizePods(ctx, c.client, wp)
+		if err != nil {
 			return err
-		}
-		byKey := map[string]*corev1.Pod{}
-		for j := range pods.Items {
-			p := &pods.Items[j]
-			if p.Labels[ballastv1.ModeLabel] == ballastv1.ModeResize && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
-				byKey[p.Namespace+"/"+p.Name] = p
-			}
 		}
 		if len(byKey) == 0 {
 			continue

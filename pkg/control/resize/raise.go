@@ -1,9 +1,14 @@
 package resize
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -28,4 +33,21 @@ func memoryRaise(pod *corev1.Pod, ctr *corev1.Container, lim, newLim resource.Qu
 		}
 	}
 	return ch, sizing.QoS(pod), sizing.QoS(after)
+}
+
+// runningResizePods returns the Running, not terminating, resize-mode pods of profile wp by
+// namespace/name: the pods the fast raises (OOM, pressure) may act on.
+func runningResizePods(ctx context.Context, c client.Reader, wp *ballastv1.WorkloadProfile) (map[string]*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.MatchingFields{enrollment.ProfileRefIndex: wp.Name}); err != nil {
+		return nil, err
+	}
+	byKey := map[string]*corev1.Pod{}
+	for j := range pods.Items {
+		p := &pods.Items[j]
+		if p.Labels[ballastv1.ModeLabel] == ballastv1.ModeResize && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
+			byKey[p.Namespace+"/"+p.Name] = p
+		}
+	}
+	return byKey, nil
 }
