@@ -113,7 +113,23 @@ func startControl(t *testing.T, webhookPort int, args ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"--kubeconfig", srv.Kube.Kubeconfig, "--leader-elect=false", "--operator-namespace", operatorNS,
+	p := launch(t, srv.Kube.Kubeconfig, webhookPort, health, args...)
+	harness.Eventually(t, 60*time.Second, "ballast-control ready", func() error {
+		select {
+		case <-p.done:
+			return fmt.Errorf("ballast-control exited:\n%s", p.logs.String())
+		default:
+		}
+		return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
+	})
+	return p
+}
+
+// launch starts ballast-control against kubeconfig with the sandbox's flags plus args, its
+// output captured, and stops it when the test ends; it does not wait for readiness.
+func launch(t *testing.T, kubeconfig string, webhookPort, health int, args ...string) *process {
+	t.Helper()
+	base := []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--operator-namespace", operatorNS,
 		"--redis-url", srv.Valkey.URL(), "--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(webhookPort),
 		"--webhook-dns-names", "127.0.0.1", "--webhook-cert-path", t.TempDir(), "--webhook-config-name", webhookConfigName,
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(health), "--metrics-bind-address", "0", "--log-format", "json"}
@@ -136,14 +152,6 @@ func startControl(t *testing.T, webhookPort int, args ...string) *process {
 		if t.Failed() {
 			t.Logf("ballast-control output:\n%s", p.logs.String())
 		}
-	})
-	harness.Eventually(t, 60*time.Second, "ballast-control ready", func() error {
-		select {
-		case <-p.done:
-			return fmt.Errorf("ballast-control exited:\n%s", p.logs.String())
-		default:
-		}
-		return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
 	})
 	return p
 }

@@ -10,12 +10,10 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,7 +78,7 @@ current-context: proxy
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, kubeconfig, port, health)
+	p := launch(t, kubeconfig, port, health)
 	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
 
 	// The webhook server serves TLS while the LimitRange list is held...
@@ -119,34 +117,4 @@ func get(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-// start runs ballast-control against kubeconfig without waiting for readiness.
-func start(t *testing.T, kubeconfig string, webhookPort, health int) *process {
-	t.Helper()
-	args := []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--operator-namespace", operatorNS,
-		"--redis-url", srv.Valkey.URL(), "--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(webhookPort),
-		"--webhook-dns-names", "127.0.0.1", "--webhook-cert-path", t.TempDir(), "--webhook-config-name", webhookConfigName,
-		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(health), "--metrics-bind-address", "0", "--log-format", "json"}
-	p := &process{logs: &logBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(control, args...)
-	p.cmd.Stderr, p.cmd.Stdout = p.logs, p.logs
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("ballast-control output:\n%s", p.logs.String())
-		}
-	})
-	return p
 }
