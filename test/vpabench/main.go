@@ -37,13 +37,14 @@ func main() {
 	flag.DurationVar(&so.Window, "window", 6*time.Minute, "scale: how long VPA's loops are watched")
 	ballastScale := flag.String("ballast", "", "scale: Ballast's BenchmarkScale JSON")
 	ballastAdm := flag.String("ballast-admission", "", "scale: Ballast's BenchmarkAdmissionLatency JSON")
+	vpaScale := flag.String("vpa", "", "scale: VPA's side from an earlier run (the scale-vpa.json it wrote) instead of running it again")
 	flag.Parse()
 	harness.Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *mode == "scale" {
 		so.Nodes = *nodes
-		if err := scaleMain(ctx, *dir, so, *ballastScale, *ballastAdm, *docs); err != nil {
+		if err := scaleMain(ctx, *dir, so, *ballastScale, *ballastAdm, *vpaScale, *docs); err != nil {
 			fmt.Fprintln(os.Stderr, "bench-scale failed:", err)
 			os.Exit(1)
 		}

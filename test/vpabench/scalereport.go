@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ type ballastAdmission struct {
 	BaseP99  float64 `json:"baseline_p99_ms"`
 }
 
-func scaleMain(ctx context.Context, dir string, o ScaleOptions, bPath, aPath, docs string) error {
+func scaleMain(ctx context.Context, dir string, o ScaleOptions, bPath, aPath, vPath, docs string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -49,10 +50,21 @@ func scaleMain(ctx context.Context, dir string, o ScaleOptions, bPath, aPath, do
 			return err
 		}
 	}
-	_ = os.RemoveAll(dir + "/vpa-scale")
-	v, err := runScale(ctx, dir, o)
-	if err != nil {
-		return err
+	v := &VPAScale{}
+	if vPath != "" { // a VPA side measured earlier: print it beside this Ballast side
+		if err := readJSON(vPath, v); err != nil {
+			return err
+		}
+	} else {
+		_ = os.RemoveAll(dir + "/vpa-scale")
+		var err error
+		if v, err = runScale(ctx, dir, o); err != nil {
+			return err
+		}
+		out, _ := json.MarshalIndent(v, "", "  ")
+		if err := os.WriteFile(filepath.Join(dir, "scale-vpa.json"), out, 0o644); err != nil {
+			return err
+		}
 	}
 	md := scaleMarkdown(b, a, v, o)
 	fmt.Println()
