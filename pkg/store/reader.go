@@ -35,13 +35,14 @@ type Reader struct {
 	mu       sync.Mutex
 	profiles map[string]*profileCache
 
-	commands, windows, rollups, compacted, reloads atomic.Int64
+	commands, roundTrips, windows, rollups, compacted, reloads atomic.Int64
 }
 
 // ReaderStats counts what a Reader has asked the store for since it was created.
 type ReaderStats struct {
-	// Commands is the number of commands sent.
-	Commands int64
+	// Commands is the number of commands sent, RoundTrips the number of pipelined batches
+	// they went out in.
+	Commands, RoundTrips int64
 	// WindowsRead and RollupsRead count the window and rollup hashes received.
 	WindowsRead, RollupsRead int64
 	// Compacted counts windows this Reader folded into rollups.
@@ -82,7 +83,7 @@ func NewReader(c *Client, l series.Layout) (*Reader, error) {
 // Stats returns the reader's counters.
 func (r *Reader) Stats() ReaderStats {
 	return ReaderStats{
-		Commands: r.commands.Load(), WindowsRead: r.windows.Load(), RollupsRead: r.rollups.Load(),
+		Commands: r.commands.Load(), RoundTrips: r.roundTrips.Load(), WindowsRead: r.windows.Load(), RollupsRead: r.rollups.Load(),
 		Compacted: r.compacted.Load(), Reloads: r.reloads.Load(),
 	}
 }
@@ -107,7 +108,18 @@ func (r *Reader) cache(profile string) *profileCache {
 
 func (r *Reader) do(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
 	r.commands.Add(int64(len(cmds)))
+	r.roundTrips.Add(1)
 	return r.c.DoMulti(ctx, cmds...)
+}
+
+// count adds a script run of calls that sent sent commands (more than calls when a node
+// lacked the script and got it by EVAL in a second round trip).
+func (r *Reader) count(sent, calls int) {
+	r.commands.Add(int64(sent))
+	r.roundTrips.Add(1)
+	if sent > calls {
+		r.roundTrips.Add(1)
+	}
 }
 
 // Read returns, for every series of the profile with samples in [now − retention, now],
@@ -197,53 +209,70 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 
 // sync reads the profile's pending windows, compacting the closed ones. It reports false
 // when another reader compacted since this one last looked, so the rollup cache is stale.
+//
+// In steady state the pending windows are the open windows of the last Read, so the script
+// over them goes out in the same round trip as the listing of the pending set; only windows
+// the listing shows for the first time (a new window period, a new series) cost a second
+// round trip.
 func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now time.Time) (bool, error) {
-	res := r.do(ctx,
+	known := make([]string, 0, len(pc.open))
+	for m := range pc.open {
+		known = append(known, m)
+	}
+	slices.Sort(known)
+	calls, err := r.syncCalls(profile, known, now)
+	if err != nil {
+		return false, err
+	}
+	cmds := make(valkey.Commands, 0, len(calls)+2)
+	for _, call := range calls {
+		cmds = append(cmds, syncScript.cmd(r.c, call))
+	}
+	cmds = append(cmds,
 		r.c.B().Smembers().Key(series.PendingKey(profile)).Build(),
 		r.c.B().Get().Key(series.EpochKey(profile)).Build())
-	members, err := res[0].AsStrSlice()
+	res := r.do(ctx, cmds...)
+	listed, err := res[len(calls)].AsStrSlice()
 	if err != nil {
 		return false, fmt.Errorf("listing pending windows of %s: %w", profile, err)
 	}
-	epoch, err := epochOf(res[1])
+	epoch, err := epochOf(res[len(calls)+1])
 	if err != nil {
 		return false, fmt.Errorf("reading epoch of %s: %w", profile, err)
 	}
+	replies := res[:len(calls)]
+	if len(calls) > 0 && noScript(replies) {
+		// The node lacks the script: run the calls again, with EVAL where needed. Running a
+		// call twice is harmless: a window it compacted is gone, an open one is read again.
+		var sent int
+		replies, sent = syncScript.run(ctx, r.c, calls)
+		r.count(sent, len(calls))
+	}
+	seen := make(map[string]bool, len(known))
+	for _, m := range known {
+		seen[m] = true
+	}
+	var fresh []string
+	for _, m := range listed {
+		if !seen[m] {
+			fresh = append(fresh, m)
+		}
+	}
+	if len(fresh) > 0 {
+		slices.Sort(fresh)
+		more, err := r.syncCalls(profile, fresh, now)
+		if err != nil {
+			return false, err
+		}
+		rs, sent := syncScript.run(ctx, r.c, more)
+		r.count(sent, len(more))
+		replies = append(replies, rs...)
+	}
 	open := map[string]cachedHist{}
-	if len(members) == 0 {
+	if len(replies) == 0 {
 		pc.open = open
 		return epoch == pc.epoch, nil
 	}
-	slices.Sort(members)
-	l := r.layout
-	header := []string{
-		strconv.FormatInt(now.Add(-(l.Window + l.Grace)).Unix(), 10),
-		strconv.FormatInt(int64((l.Rollup + l.TTL()).Seconds()), 10),
-		strconv.FormatInt(int64(l.TTL().Seconds()), 10),
-		strconv.FormatInt(now.Add(-(l.TTL() + l.Rollup)).Unix(), 10),
-		strconv.FormatInt(l.Cutoff(now).Unix(), 10),
-	}
-	var calls []scriptCall
-	for lo := 0; lo < len(members); lo += syncBatch {
-		batch := members[lo:min(lo+syncBatch, len(members))]
-		call := scriptCall{
-			keys: []string{series.EpochKey(profile), series.PendingKey(profile), series.RollupsKey(profile), series.IndexKey(profile)},
-			args: slices.Clone(header),
-		}
-		for _, m := range batch {
-			id, start, err := series.ParseMember(profile, m)
-			if err != nil {
-				return false, fmt.Errorf("pending windows of %s: %w", profile, err)
-			}
-			rstart := l.RollupStart(start)
-			call.keys = append(call.keys, series.WindowKeyOf(profile, m), series.RollupKey(id, rstart))
-			call.args = append(call.args, m, series.Member(id, rstart),
-				strconv.FormatInt(rstart.Unix(), 10), strconv.FormatInt(start.Unix(), 10))
-		}
-		calls = append(calls, call)
-	}
-	replies, sent := syncScript.run(ctx, r.c, calls)
-	r.commands.Add(int64(sent))
 	current, expect := true, pc.epoch
 	for _, reply := range replies {
 		sr, err := parseSync(profile, reply)
@@ -266,6 +295,42 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 	}
 	pc.epoch, pc.open = expect, open
 	return current, nil
+}
+
+// syncCalls builds the syncScript calls over the given pending windows (sorted), syncBatch
+// windows per call.
+func (r *Reader) syncCalls(profile string, members []string, now time.Time) ([]scriptCall, error) {
+	if len(members) == 0 {
+		return nil, nil
+	}
+	l := r.layout
+	header := []string{
+		strconv.FormatInt(now.Add(-(l.Window + l.Grace)).Unix(), 10),
+		strconv.FormatInt(int64((l.Rollup + l.TTL()).Seconds()), 10),
+		strconv.FormatInt(int64(l.TTL().Seconds()), 10),
+		strconv.FormatInt(now.Add(-(l.TTL() + l.Rollup)).Unix(), 10),
+		strconv.FormatInt(l.Cutoff(now).Unix(), 10),
+	}
+	var calls []scriptCall
+	for lo := 0; lo < len(members); lo += syncBatch {
+		batch := members[lo:min(lo+syncBatch, len(members))]
+		call := scriptCall{
+			keys: []string{series.EpochKey(profile), series.PendingKey(profile), series.RollupsKey(profile), series.IndexKey(profile)},
+			args: slices.Clone(header),
+		}
+		for _, m := range batch {
+			id, start, err := series.ParseMember(profile, m)
+			if err != nil {
+				return nil, fmt.Errorf("pending windows of %s: %w", profile, err)
+			}
+			rstart := l.RollupStart(start)
+			call.keys = append(call.keys, series.WindowKeyOf(profile, m), series.RollupKey(id, rstart))
+			call.args = append(call.args, m, series.Member(id, rstart),
+				strconv.FormatInt(rstart.Unix(), 10), strconv.FormatInt(start.Unix(), 10))
+		}
+		calls = append(calls, call)
+	}
+	return calls, nil
 }
 
 // merge builds the per-series result from the cache, dropping rollups that left the

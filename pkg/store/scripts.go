@@ -16,9 +16,12 @@ import (
 // profile's hash tag, so each call runs on one cluster slot. A script runs atomically: a
 // reader never sees half of a window update or half of a compaction.
 
-// luaMerge is shared by the scripts: apply(key, field, value) combines one wire field into a
-// hash with the field's op from series.StatOps (bucket counters add). Every op commutes.
-var luaMerge = func() string {
+// luaOps is shared by the scripts: OPS maps every stat field to its op from series.StatOps
+// (fields not listed are bucket counters, which add), num formats a number for a hash field
+// (integers plainly, other values with 17 significant digits, which read back as the same
+// float64), and merge combines a flat field/value reply into a table of numbers. Every op
+// commutes.
+var luaOps = func() string {
 	ops := series.StatOps()
 	names := make([]string, 0, len(ops))
 	for f := range ops {
@@ -31,21 +34,18 @@ var luaMerge = func() string {
 		b.WriteString("['" + f + "']='" + string(ops[f]) + "',")
 	}
 	b.WriteString("}\n")
-	b.WriteString(`local function apply(key, f, v)
-  local op = OPS[f] or 'a'
-  if op == 'a' then
-    redis.call('HINCRBY', key, f, v)
-  elseif op == 'f' then
-    redis.call('HINCRBYFLOAT', key, f, v)
-  else
-    local cur = redis.call('HGET', key, f)
-    if not cur then
-      redis.call('HSET', key, f, v)
-    else
-      local a, b = tonumber(cur), tonumber(v)
-      if (op == '<' and b < a) or (op == '>' and b > a) then
-        redis.call('HSET', key, f, v)
-      end
+	b.WriteString(`local function num(v)
+  if v == math.floor(v) and math.abs(v) < 1e15 then return string.format('%d', v) end
+  return string.format('%.17g', v)
+end
+local function merge(t, h)
+  for j = 1, #h - 1, 2 do
+    local f, v = h[j], tonumber(h[j + 1])
+    local cur, op = t[f], OPS[f] or 'a'
+    if v == nil then
+    elseif cur == nil then t[f] = v
+    elseif op == 'a' or op == 'f' then t[f] = cur + v
+    elseif (op == '<' and v < cur) or (op == '>' and v > cur) then t[f] = v
     end
   end
 end
@@ -53,28 +53,94 @@ end
 	return b.String()
 }()
 
-// addScript adds one locally aggregated window to its hash and records it.
+// addScript adds the locally aggregated windows of one profile to their hashes and records
+// them, with as few commands as the updates allow: the count goes first, and when it shows
+// that the window is new, its extremes are set and its expiry given in one go; otherwise one
+// HMGET reads the extremes and one HSET writes those that moved. The pending set and the
+// series index are updated once per call, and their expiry refreshed only when they gained a
+// window or a newer window start (at least once per window width for a written series).
+// Each window is applied under redis.pcall, so a window the server refuses (a foreign key
+// of another type) fails alone and is not recorded in the pending set or the index.
 //
-//	KEYS[1] window hash   KEYS[2] series index   KEYS[3] pending set
-//	ARGV[1] member  ARGV[2] series token  ARGV[3] window start  ARGV[4] window expiry (unix s)
-//	ARGV[5] TTL of profile keys (s)  ARGV[6..] wire field/value pairs
-var addScript = newScript(luaMerge + `
-for i = 6, #ARGV - 1, 2 do apply(KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('EXPIREAT', KEYS[1], ARGV[4])
-redis.call('SADD', KEYS[3], ARGV[1])
-redis.call('EXPIRE', KEYS[3], ARGV[5])
-local newest = redis.call('HGET', KEYS[2], ARGV[2])
-if not newest or tonumber(newest) < tonumber(ARGV[3]) then
-  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+//	KEYS[1] series index   KEYS[2] pending set   KEYS[3..] window hashes
+//	ARGV[1] TTL of profile keys (s), then per window: member, series token, window start,
+//	window expiry (unix s), number of field/value pairs, the pairs (the count first)
+//
+// Reply: one element per window, 1 when applied, else the error text.
+var addScript = newScript(luaOps + `
+local ttl, a = ARGV[1], 2
+local res, members, newest, tokens = {}, {}, {}, {}
+for k = 3, #KEYS do
+  local key = KEYS[k]
+  local member, token, start, expiry, np = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3], tonumber(ARGV[a + 4])
+  local f0 = a + 5
+  a = f0 + 2 * np
+  local r = redis.pcall('HINCRBY', key, ARGV[f0], ARGV[f0 + 1])
+  if type(r) == 'table' and r.err then
+    res[#res + 1] = r.err
+  else
+    local fresh = (r == tonumber(ARGV[f0 + 1]))
+    local keep, failed = {}, nil
+    for i = f0 + 2, a - 1, 2 do
+      local f, v = ARGV[i], ARGV[i + 1]
+      local op = OPS[f] or 'a'
+      if op == 'a' then r = redis.pcall('HINCRBY', key, f, v)
+      elseif op == 'f' then r = redis.pcall('HINCRBYFLOAT', key, f, v)
+      else keep[#keep + 1] = f; keep[#keep + 1] = v; r = nil end
+      if type(r) == 'table' and r.err then failed = r.err; break end
+    end
+    if not failed and #keep > 0 then
+      if fresh then
+        redis.call('HSET', key, unpack(keep))
+        redis.call('EXPIREAT', key, expiry)
+      else
+        local names = {}
+        for i = 1, #keep, 2 do names[#names + 1] = keep[i] end
+        local cur = redis.call('HMGET', key, unpack(names))
+        local set = {}
+        for j = 1, #names do
+          local v, c, op = tonumber(keep[2 * j]), tonumber(cur[j]), OPS[names[j]]
+          if c == nil or (op == '<' and v < c) or (op == '>' and v > c) then
+            set[#set + 1] = names[j]; set[#set + 1] = keep[2 * j]
+          end
+        end
+        if #set > 0 then redis.call('HSET', key, unpack(set)) end
+      end
+    end
+    if failed then
+      res[#res + 1] = failed
+    else
+      res[#res + 1] = 1
+      members[#members + 1] = member
+      if newest[token] == nil then tokens[#tokens + 1] = token; newest[token] = start
+      elseif start > newest[token] then newest[token] = start end
+    end
+  end
 end
-redis.call('EXPIRE', KEYS[2], ARGV[5])
-return 1
+if #members > 0 then
+  if redis.call('SADD', KEYS[2], unpack(members)) > 0 then redis.call('EXPIRE', KEYS[2], ttl) end
+  local cur = redis.call('HMGET', KEYS[1], unpack(tokens))
+  local set = {}
+  for j = 1, #tokens do
+    local c = tonumber(cur[j])
+    if c == nil or c < newest[tokens[j]] then
+      set[#set + 1] = tokens[j]; set[#set + 1] = string.format('%d', newest[tokens[j]])
+    end
+  end
+  if #set > 0 then
+    redis.call('HSET', KEYS[1], unpack(set))
+    redis.call('EXPIRE', KEYS[1], ttl)
+  end
+end
+return res
 `)
 
 // syncScript returns the pending windows of a profile that are still open, folds the closed
 // ones into their rollups (merge, delete the window, bump the epoch) and returns the rollups
-// it changed, all in one atomic step. It also drops expired entries from the rollup set and
-// the series index.
+// it changed, all in one atomic step. The closed windows of one rollup are merged in the
+// script first, so each changed rollup costs one read and one write however many windows
+// it takes in. When it compacted anything it also drops expired entries from the rollup set
+// and the series index.
 //
 //	KEYS[1] epoch  KEYS[2] pending set  KEYS[3] rollup set  KEYS[4] series index
 //	KEYS[5..] window hash, rollup hash (one pair per pending window)
@@ -85,47 +151,59 @@ return 1
 //
 // Reply: {epoch before, epoch after, {member, hash, ...} of open windows,
 // {rollup member, hash, ...} of changed rollups, number of windows compacted}.
-var syncScript = newScript(luaMerge + `
+var syncScript = newScript(luaOps + `
 local before = tonumber(redis.call('GET', KEYS[1]) or '0')
-local open, rolled, seen = {}, {}, {}
+local open, acc, order, rkey, rstartOf = {}, {}, {}, {}, {}
+local dels, srems = {}, {}
 local compacted = 0
 for i = 5, #KEYS - 1, 2 do
   local a = 6 + (i - 5) * 2
   local member, rmember, rstart, wstart = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local h = redis.call('HGETALL', KEYS[i])
   if #h == 0 then
-    redis.call('SREM', KEYS[2], member)
+    srems[#srems + 1] = member
   elseif tonumber(wstart) < tonumber(ARGV[1]) then
-    for j = 1, #h - 1, 2 do apply(KEYS[i + 1], h[j], h[j + 1]) end
-    redis.call('EXPIREAT', KEYS[i + 1], tonumber(rstart) + tonumber(ARGV[2]))
-    redis.call('ZADD', KEYS[3], rstart, rmember)
-    redis.call('DEL', KEYS[i])
-    redis.call('SREM', KEYS[2], member)
-    if not seen[rmember] then
-      seen[rmember] = KEYS[i + 1]
-      rolled[#rolled + 1] = rmember
+    local t = acc[rmember]
+    if t == nil then
+      t = {}
+      acc[rmember], rkey[rmember], rstartOf[rmember] = t, KEYS[i + 1], rstart
+      order[#order + 1] = rmember
     end
+    merge(t, h)
+    dels[#dels + 1] = KEYS[i]
+    srems[#srems + 1] = member
     compacted = compacted + 1
   else
     open[#open + 1] = member
     open[#open + 1] = h
   end
 end
+local out, zadd = {}, {}
+for _, m in ipairs(order) do
+  local t = acc[m]
+  merge(t, redis.call('HGETALL', rkey[m]))
+  local flat = {}
+  for f, v in pairs(t) do flat[#flat + 1] = f; flat[#flat + 1] = num(v) end
+  redis.call('HSET', rkey[m], unpack(flat))
+  redis.call('EXPIREAT', rkey[m], tonumber(rstartOf[m]) + tonumber(ARGV[2]))
+  zadd[#zadd + 1] = rstartOf[m]
+  zadd[#zadd + 1] = m
+  out[#out + 1] = m
+  out[#out + 1] = flat
+end
+if #dels > 0 then redis.call('DEL', unpack(dels)) end
+if #srems > 0 then redis.call('SREM', KEYS[2], unpack(srems)) end
 local after = before
 if compacted > 0 then
+  redis.call('ZADD', KEYS[3], unpack(zadd))
   after = redis.call('INCR', KEYS[1])
   redis.call('EXPIRE', KEYS[1], ARGV[3])
   redis.call('EXPIRE', KEYS[3], ARGV[3])
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[4])
-local idx = redis.call('HGETALL', KEYS[4])
-for j = 1, #idx - 1, 2 do
-  if tonumber(idx[j + 1]) < tonumber(ARGV[5]) then redis.call('HDEL', KEYS[4], idx[j]) end
-end
-local out = {}
-for _, m in ipairs(rolled) do
-  out[#out + 1] = m
-  out[#out + 1] = redis.call('HGETALL', seen[m])
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[4])
+  local idx = redis.call('HGETALL', KEYS[4])
+  for j = 1, #idx - 1, 2 do
+    if tonumber(idx[j + 1]) < tonumber(ARGV[5]) then redis.call('HDEL', KEYS[4], idx[j]) end
+  end
 end
 return {before, after, open, out, compacted}
 `)
@@ -145,13 +223,28 @@ type scriptCall struct {
 	keys, args []string
 }
 
+// cmd is the EVALSHA command of one call.
+func (s *script) cmd(c valkey.Client, call scriptCall) valkey.Completed {
+	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(call.keys))).Key(call.keys...).Arg(call.args...).Build()
+}
+
+// noScript reports whether a node answered any of the replies with NOSCRIPT.
+func noScript(res []valkey.ValkeyResult) bool {
+	for _, r := range res {
+		if verr, ok := valkey.IsValkeyErr(r.Error()); ok && verr.IsNoScript() {
+			return true
+		}
+	}
+	return false
+}
+
 // run pipelines the calls in one DoMulti (one round trip per node) and re-sends, as EVAL,
 // only the calls a node answered with NOSCRIPT: those did not run, so nothing is applied
 // twice. It returns the results in call order and the number of commands sent.
 func (s *script) run(ctx context.Context, c valkey.Client, calls []scriptCall) ([]valkey.ValkeyResult, int) {
 	cmds := make(valkey.Commands, len(calls))
 	for i, call := range calls {
-		cmds[i] = c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(call.keys))).Key(call.keys...).Arg(call.args...).Build()
+		cmds[i] = s.cmd(c, call)
 	}
 	res := c.DoMulti(ctx, cmds...)
 	sent := len(cmds)

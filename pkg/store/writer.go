@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/valkey-io/valkey-go"
@@ -41,46 +42,86 @@ func (e *FlushError) Error() string {
 
 func (e *FlushError) Unwrap() error { return e.Err }
 
-// Flush adds windows to the store in one pipelined batch: one atomic script call per
-// window, which increments the window's bucket counters, count and sums, keeps its
-// min/max/first/last, sets the window's expiry (end + retention + slack), adds the window to
-// the profile's pending set and the series to the profile's index. Nothing is read back
-// and nothing is read first, so the cost is one round trip (per cluster node) whose size
-// follows the number of windows, not the number of samples.
+// flushBatch caps the windows of one script call (a replayed buffer can hold many windows of
+// one profile).
+const flushBatch = 64
+
+// Flush adds windows to the store in one pipelined batch: one atomic script call per profile
+// (up to flushBatch windows each), which increments each window's bucket counters, count and
+// sums, keeps its min/max/first/last, gives a new window its expiry (end + retention +
+// slack), adds the windows to the profile's pending set and the series to the profile's
+// index. Nothing is read back and nothing is read first, so the cost is one round trip (per
+// cluster node) whose size follows the number of windows, not the number of samples.
 //
 // Invalid updates fail the whole flush before anything is sent. Otherwise a *FlushError
-// names the updates that failed.
+// names the updates that failed; the others were applied.
 func (w *Writer) Flush(ctx context.Context, updates []series.WindowUpdate) error {
 	if len(updates) == 0 {
 		return nil
 	}
-	ttl := strconv.FormatInt(int64(w.layout.TTL().Seconds()), 10)
-	calls := make([]scriptCall, len(updates))
-	for i, u := range updates {
+	for _, u := range updates {
 		if err := u.Validate(w.layout); err != nil {
 			return fmt.Errorf("flushing windows: %w", err)
 		}
+	}
+	ttl := strconv.FormatInt(int64(w.layout.TTL().Seconds()), 10)
+	// Group by profile, in first-seen order: the keys of one call share the profile's hash tag.
+	var order []string
+	byProfile := map[string][]int{}
+	for i, u := range updates {
 		p := u.Series.Profile
-		member := series.Member(u.Series, u.Start)
-		args := make([]string, 0, 5+14+2*len(u.Hist.Buckets))
-		args = append(args, member, u.Series.Token(), strconv.FormatInt(u.Start.Unix(), 10),
-			strconv.FormatInt(w.layout.WindowExpiry(u.Start).Unix(), 10), ttl)
-		calls[i] = scriptCall{
-			keys: []string{series.WindowKey(u.Series, u.Start), series.IndexKey(p), series.PendingKey(p)},
-			args: append(args, u.Hist.WireFields()...),
+		if _, ok := byProfile[p]; !ok {
+			order = append(order, p)
+		}
+		byProfile[p] = append(byProfile[p], i)
+	}
+	var calls []scriptCall
+	var members [][]int // update indexes of each call, in its window order
+	for _, p := range order {
+		idx := byProfile[p]
+		for lo := 0; lo < len(idx); lo += flushBatch {
+			batch := idx[lo:min(lo+flushBatch, len(idx))]
+			call := scriptCall{keys: []string{series.IndexKey(p), series.PendingKey(p)}, args: []string{ttl}}
+			for _, i := range batch {
+				u := updates[i]
+				fields := u.Hist.WireFields()
+				call.keys = append(call.keys, series.WindowKey(u.Series, u.Start))
+				call.args = append(call.args, series.Member(u.Series, u.Start), u.Series.Token(),
+					strconv.FormatInt(u.Start.Unix(), 10), strconv.FormatInt(w.layout.WindowExpiry(u.Start).Unix(), 10),
+					strconv.Itoa(len(fields)/2))
+				call.args = append(call.args, fields...)
+			}
+			calls = append(calls, call)
+			members = append(members, batch)
 		}
 	}
 	res, _ := addScript.run(ctx, w.c, calls)
 	fe := &FlushError{}
-	for i, r := range res {
-		if err := r.Error(); err != nil {
-			fe.Failed = append(fe.Failed, i)
-			if fe.Err == nil {
-				fe.Err = fmt.Errorf("window %s: %w", updates[i].Series.String()+"@"+strconv.FormatInt(updates[i].Start.Unix(), 10), err)
+	fail := func(i int, err error) {
+		fe.Failed = append(fe.Failed, i)
+		if fe.Err == nil {
+			fe.Err = fmt.Errorf("window %s: %w", updates[i].Series.String()+"@"+strconv.FormatInt(updates[i].Start.Unix(), 10), err)
+		}
+	}
+	for k, r := range res {
+		items, err := r.ToArray()
+		if err == nil && len(items) != len(members[k]) {
+			err = fmt.Errorf("%w: %d results for %d windows", errNotArray, len(items), len(members[k]))
+		}
+		for j, i := range members[k] {
+			switch {
+			case err != nil:
+				fail(i, err)
+			default:
+				if n, e := items[j].AsInt64(); e != nil || n != 1 {
+					msg, _ := items[j].ToString()
+					fail(i, fmt.Errorf("refused: %s", msg))
+				}
 			}
 		}
 	}
 	if len(fe.Failed) > 0 {
+		slices.Sort(fe.Failed)
 		return fe
 	}
 	return nil
