@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valkey-io/valkey-go"
+
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
@@ -29,7 +31,11 @@ type ScaleResult struct {
 	SteadyCycleS, SteadyCycleMaxS   float64 // median and worst steady cycle while agents flush
 	SteadyCycles                    int
 	AgentOpsPerS, TotalOpsPerS      float64 // Valkey commands/s: agents alone; agents + cycles
-	BytesPerSeries                  float64 // used_memory growth ÷ series after 2 h of history
+	BytesPerSeries                  float64 // MEMORY USAGE of every key of the profiles ÷ series, after 2 h of history
+	RollupBytesPerSeries            float64 // of that: rollups
+	WindowBytesPerSeries            float64 // of that: windows still open
+	ProfileKeyBytesPerSeries        float64 // of that: per-profile keys (index, pending set, rollup set, epoch)
+	UsedMemoryPerSeries             float64 // used_memory growth ÷ series (allocator and server overhead included)
 	StatusChangesPerCycle           int     // median number of profiles whose status changed materially in a steady cycle
 	PeakRSSMiB                      float64 // the bench process: reader, compute and the simulated agents
 	ValkeyRSSMiB                    float64 // used_memory_rss at the end
@@ -76,7 +82,11 @@ func BenchmarkScale(b *testing.B) {
 	d, _ := scaleCycle(b, adapter, compiled, hashes, digests, now)
 	res.ColdCycleS = d.Seconds()
 	// After the cold cycle compacted the closed windows into rollups, as in steady state.
-	res.BytesPerSeries = float64(usedMemory(b, c)-mem0) / float64(res.Series)
+	res.UsedMemoryPerSeries = float64(usedMemory(b, c)-mem0) / float64(res.Series)
+	kb := keyBytes(b, c)
+	per := func(n int64) float64 { return float64(n) / float64(res.Series) }
+	res.RollupBytesPerSeries, res.WindowBytesPerSeries, res.ProfileKeyBytesPerSeries = per(kb.rollups), per(kb.windows), per(kb.profile)
+	res.BytesPerSeries = per(kb.rollups + kb.windows + kb.profile)
 	b.Logf("cold cycle over %d profiles: %s", profiles, d)
 
 	actx, stop := context.WithCancel(ctx)
@@ -232,6 +242,41 @@ func benchPolicy(b *testing.B) *policy.Compiled {
 }
 
 func usedMemory(b *testing.B, c *store.Client) int64 { return infoInt(b, c, "memory", "used_memory") }
+
+type storeBytes struct{ rollups, windows, profile int64 }
+
+// keyBytes sums MEMORY USAGE (every field counted: SAMPLES 0) over Ballast's keys, by kind.
+func keyBytes(b *testing.B, c *store.Client) storeBytes {
+	ctx := context.Background()
+	raw := c.Raw()
+	var out storeBytes
+	cursor := uint64(0)
+	for {
+		e, err := raw.Do(ctx, raw.B().Scan().Cursor(cursor).Match(series.KeyPrefix+":{*").Count(2000).Build()).AsScanEntry()
+		must(b, err)
+		cmds := make([]valkey.Completed, len(e.Elements))
+		for i, k := range e.Elements {
+			cmds[i] = raw.B().MemoryUsage().Key(k).Samples(0).Build()
+		}
+		for i, r := range raw.DoMulti(ctx, cmds...) {
+			n, err := r.AsInt64()
+			if err != nil {
+				continue // expired between SCAN and MEMORY USAGE
+			}
+			switch k := e.Elements[i]; {
+			case strings.Contains(k, "}:r:"):
+				out.rollups += n
+			case strings.Contains(k, "}:w:"):
+				out.windows += n
+			default:
+				out.profile += n
+			}
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return out
+		}
+	}
+}
 
 // infoInt reads one integer field of Valkey's INFO section.
 func infoInt(b *testing.B, c *store.Client, section, field string) int64 {

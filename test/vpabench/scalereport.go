@@ -19,6 +19,9 @@ type ballastScale struct {
 	SteadyCycles                  int
 	AgentOpsPerS, TotalOpsPerS    float64
 	BytesPerSeries                float64
+	RollupBytesPerSeries          float64
+	WindowBytesPerSeries          float64
+	ProfileKeyBytesPerSeries      float64
 	StatusChangesPerCycle         int
 	PeakRSSMiB, ValkeyRSSMiB      float64
 	FlushInterval                 string
@@ -124,7 +127,8 @@ func scaleMarkdown(b *ballastScale, a *ballastAdmission, v *VPAScale, o ScaleOpt
 		}))
 	fmt.Fprintf(&s, "| bytes per series / per container state | %s | %.0f B per checkpoint object (one per container) in etcd |\n",
 		bv(func(b *ballastScale) string {
-			return fmt.Sprintf("%.0f B (%d series, 2 h history after compaction)", b.BytesPerSeries, b.Series)
+			return fmt.Sprintf("%.0f B: rollups %.0f, open windows %.0f, per-profile keys %.0f (MEMORY USAGE; %d series, 2 h history after compaction)",
+				b.BytesPerSeries, b.RollupBytesPerSeries, b.WindowBytesPerSeries, b.ProfileKeyBytesPerSeries, b.Series)
 		}), v.CheckpointBytes)
 	fmt.Fprintf(&s, "| control-plane RSS | %s | %.0f MiB (%s) |\n",
 		bv(func(b *ballastScale) string {
