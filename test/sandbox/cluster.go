@@ -229,9 +229,17 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 	if err != nil {
 		return err
 	}
-	var qps []string
+	var qps, kcmScale []string
 	if q := s.Opts.ControllerQPS; q > 0 {
 		qps = []string{"--kube-api-qps=" + strconv.Itoa(q), "--kube-api-burst=" + strconv.Itoa(2*q)}
+		// Mass deploys: more ReplicaSet and Deployment workers than the default 5.
+		kcmScale = []string{"--concurrent-replicaset-syncs=20", "--concurrent-deployment-syncs=20"}
+	}
+	lease, grace := nodeLeaseSeconds, nodeGrace
+	if s.Opts.Light {
+		// Scale runs: 1,000 nodes renewing a 40 s lease every 10 s are 100 writes/s that
+		// starve etcd on two cores; renew every minute instead.
+		lease, grace = 4*nodeLeaseSeconds+80, "5m"
 	}
 	for _, c := range []struct {
 		name, bin string
@@ -240,15 +248,15 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 		{"kube-scheduler", sched, append([]string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p1)}, qps...)},
 		{"kube-controller-manager", kcm, []string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(p2), "--controllers=*,-serviceaccount-token,-serviceaccount",
-			"--use-service-account-credentials=false", "--node-monitor-grace-period=40s"}},
+			"--use-service-account-credentials=false", "--node-monitor-grace-period=" + grace}},
 		{"kwok", kwok, []string{"--kubeconfig", kc, "--manage-all-nodes=false", "--manage-nodes-with-label-selector=type=kwok",
 			"--config", stages, "--server-address=127.0.0.1:" + strconv.Itoa(p3), "--node-ip=127.0.0.1",
 			// Node leases keep the simulated nodes Ready: without them the controller-manager's
 			// grace period runs out and every node flaps NotReady.
-			"--node-lease-duration-seconds=" + strconv.Itoa(nodeLeaseSeconds)}},
+			"--node-lease-duration-seconds=" + strconv.Itoa(lease)}},
 	} {
 		if c.name == "kube-controller-manager" {
-			c.args = append(c.args, qps...)
+			c.args = append(append(c.args, qps...), kcmScale...)
 		}
 		p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), c.name, c.bin, c.args...)
 		if err != nil {
@@ -262,6 +270,9 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 // nodeLeaseSeconds is the kwok node lease duration; kwok renews at a quarter of it, well
 // inside the controller-manager's 40 s grace period.
 const nodeLeaseSeconds = 40
+
+// nodeGrace is the controller-manager's --node-monitor-grace-period for nodeLeaseSeconds.
+const nodeGrace = "40s"
 
 // kwokStages writes kwok's stock stages with one addition: running containers get a
 // containerd:// container ID (derived from the pod UID and container name), which the node
