@@ -167,6 +167,13 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		if err != nil {
 			return fmt.Errorf("reading rollups of %s: %w", profile, err)
 		}
+		if len(members) == 0 {
+			// Nothing to read, so nothing to read consistently: a compaction after the GET
+			// shows in sync's epoch check, which reloads.
+			r.reloads.Add(1)
+			pc.rollups, pc.epoch, pc.loaded = map[string]cachedHist{}, before, true
+			return nil
+		}
 		cmds := make(valkey.Commands, 0, len(members)+1)
 		for _, m := range members {
 			cmds = append(cmds, r.c.B().Hgetall().Key(series.RollupKeyOf(profile, m)).Build())

@@ -28,6 +28,9 @@ import (
 type ScaleResult struct {
 	Nodes, Pods, Profiles, Series   int
 	ColdCycleS                      float64
+	ColdValkeyCPUS                  float64 // Valkey's CPU time (user + sys) during the cold cycle
+	AgentValkeyCPU                  float64 // share of a core Valkey spends on the agents' flushes alone
+	SteadyValkeyCPU                 float64 // share of a core Valkey spends during the steady cycles (agents + cycles)
 	SteadyCycleS, SteadyCycleMaxS   float64 // median and worst steady cycle while agents flush
 	SteadyCycles                    int
 	AgentOpsPerS, TotalOpsPerS      float64 // Valkey commands/s: agents alone; agents + cycles
@@ -79,8 +82,10 @@ func BenchmarkScale(b *testing.B) {
 	defer adapter.Close()
 	compiled := benchPolicy(b)
 	digests := make([]string, profiles)
+	cpu0 := valkeyCPU(b, c)
 	d, _ := scaleCycle(b, adapter, compiled, hashes, digests, now)
 	res.ColdCycleS = d.Seconds()
+	res.ColdValkeyCPUS = valkeyCPU(b, c) - cpu0
 	// After the cold cycle compacted the closed windows into rollups, as in steady state.
 	res.UsedMemoryPerSeries = float64(usedMemory(b, c)-mem0) / float64(res.Series)
 	kb := keyBytes(b, c)
@@ -101,10 +106,11 @@ func BenchmarkScale(b *testing.B) {
 	}
 	ops := func() int64 { return infoInt(b, c, "stats", "total_commands_processed") }
 	time.Sleep(flushEvery) // every agent has started its cadence
-	o0, t0 := ops(), time.Now()
+	o0, t0, cpu0 := ops(), time.Now(), valkeyCPU(b, c)
 	time.Sleep(2 * flushEvery)
 	res.AgentOpsPerS = float64(ops()-o0) / time.Since(t0).Seconds()
-	o0, t0 = ops(), time.Now()
+	res.AgentValkeyCPU = (valkeyCPU(b, c) - cpu0) / time.Since(t0).Seconds()
+	o0, t0, cpu0 = ops(), time.Now(), valkeyCPU(b, c)
 	// The controller recomputes each profile once per sampling interval (10 s here): one
 	// cycle per flush interval, or back to back when a cycle takes longer.
 	var cycles []float64
@@ -118,6 +124,7 @@ func BenchmarkScale(b *testing.B) {
 	slices.Sort(changes)
 	res.StatusChangesPerCycle = changes[len(changes)/2]
 	res.TotalOpsPerS = float64(ops()-o0) / time.Since(t0).Seconds()
+	res.SteadyValkeyCPU = (valkeyCPU(b, c) - cpu0) / time.Since(t0).Seconds()
 	stop()
 	wg.Wait()
 	slices.Sort(cycles)
@@ -243,6 +250,11 @@ func benchPolicy(b *testing.B) *policy.Compiled {
 
 func usedMemory(b *testing.B, c *store.Client) int64 { return infoInt(b, c, "memory", "used_memory") }
 
+// valkeyCPU is Valkey's CPU time so far (INFO cpu: used_cpu_user + used_cpu_sys), seconds.
+func valkeyCPU(b *testing.B, c *store.Client) float64 {
+	return infoFloat(b, c, "cpu", "used_cpu_user") + infoFloat(b, c, "cpu", "used_cpu_sys")
+}
+
 type storeBytes struct{ rollups, windows, profile int64 }
 
 // keyBytes sums MEMORY USAGE (every field counted: SAMPLES 0) over Ballast's keys, by kind.
@@ -280,11 +292,16 @@ func keyBytes(b *testing.B, c *store.Client) storeBytes {
 
 // infoInt reads one integer field of Valkey's INFO section.
 func infoInt(b *testing.B, c *store.Client, section, field string) int64 {
+	return int64(infoFloat(b, c, section, field))
+}
+
+// infoFloat reads one numeric field of Valkey's INFO section.
+func infoFloat(b *testing.B, c *store.Client, section, field string) float64 {
 	s, err := c.Raw().Do(context.Background(), c.Raw().B().Info().Section(section).Build()).ToString()
 	must(b, err)
 	for _, line := range strings.Split(s, "\r\n") {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
+			n, _ := strconv.ParseFloat(v, 64)
 			return n
 		}
 	}
