@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -34,6 +35,8 @@ type Reader struct {
 
 	mu       sync.Mutex
 	profiles map[string]*profileCache
+
+	beforeCompact func() // SetBeforeCompact
 
 	commands, roundTrips, windows, rollups, compacted, reloads atomic.Int64
 }
@@ -69,7 +72,7 @@ type profileCache struct {
 // maxAttempts bounds how often a Read restarts because another Reader compacted meanwhile.
 const maxAttempts = 4
 
-// syncBatch is the number of pending windows handed to one script call.
+// syncBatch is the number of closed windows handed to one compaction call.
 const syncBatch = 128
 
 // NewReader returns a reader for layout l.
@@ -214,130 +217,202 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 	return fmt.Errorf("reading rollups of %s: other readers kept compacting it, retry later", profile)
 }
 
-// sync reads the profile's pending windows, compacting the closed ones. It reports false
+// sync reads the profile's pending windows and compacts the closed ones. It reports false
 // when another reader compacted since this one last looked, so the rollup cache is stale.
 //
-// In steady state the pending windows are the open windows of the last Read, so the script
-// over them goes out in the same round trip as the listing of the pending set; only windows
-// the listing shows for the first time (a new window period, a new series) cost a second
-// round trip.
+// The windows are read with plain HGETALLs between two reads of the epoch, in the same round
+// trip as the listing of the pending set: in steady state the pending windows are the open
+// windows of the last Read, so a warm read is one round trip and runs no script. Windows the
+// listing shows for the first time (a new window period, a new series, a late flush) cost a
+// second round trip. Closed windows are merged per rollup here, and compactScript applies
+// each rollup's delta only if its windows still hold what was read.
 func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now time.Time) (bool, error) {
 	known := make([]string, 0, len(pc.open))
 	for m := range pc.open {
 		known = append(known, m)
 	}
 	slices.Sort(known)
-	calls, err := r.syncCalls(profile, known, now)
-	if err != nil {
-		return false, err
+	// A built command is recycled once sent: build each GET of the epoch anew.
+	epochCmd := func() valkey.Completed { return r.c.B().Get().Key(series.EpochKey(profile)).Build() }
+	cmds := make(valkey.Commands, 0, len(known)+3)
+	cmds = append(cmds, epochCmd(), r.c.B().Smembers().Key(series.PendingKey(profile)).Build())
+	for _, m := range known {
+		cmds = append(cmds, r.c.B().Hgetall().Key(series.WindowKeyOf(profile, m)).Build())
 	}
-	cmds := make(valkey.Commands, 0, len(calls)+2)
-	for _, call := range calls {
-		cmds = append(cmds, syncScript.cmd(r.c, call))
-	}
-	cmds = append(cmds,
-		r.c.B().Smembers().Key(series.PendingKey(profile)).Build(),
-		r.c.B().Get().Key(series.EpochKey(profile)).Build())
-	res := r.do(ctx, cmds...)
-	listed, err := res[len(calls)].AsStrSlice()
-	if err != nil {
+	res := r.do(ctx, append(cmds, epochCmd())...)
+	e1, err1 := epochOf(res[0])
+	e2, err2 := epochOf(res[len(res)-1])
+	listed, err := res[1].AsStrSlice()
+	if err = errors.Join(err1, err2, err); err != nil {
 		return false, fmt.Errorf("listing pending windows of %s: %w", profile, err)
 	}
-	epoch, err := epochOf(res[len(calls)+1])
-	if err != nil {
-		return false, fmt.Errorf("reading epoch of %s: %w", profile, err)
+	if e1 != e2 || e1 != pc.epoch {
+		return false, nil // another reader compacted: reload the rollups first
 	}
-	replies := res[:len(calls)]
-	if len(calls) > 0 && noScript(replies) {
-		// The node lacks the script: run the calls again, with EVAL where needed. Running a
-		// call twice is harmless: a window it compacted is gone, an open one is read again.
-		var sent int
-		replies, sent = syncScript.run(ctx, r.c, calls)
-		r.count(sent, len(calls))
-	}
-	seen := make(map[string]bool, len(known))
-	for _, m := range known {
-		seen[m] = true
+	read := make(map[string]map[string]string, len(listed))
+	for i, m := range known {
+		fields, err := res[2+i].AsStrMap()
+		if err != nil {
+			return false, fmt.Errorf("reading window %s of %s: %w", m, profile, err)
+		}
+		read[m] = fields
 	}
 	var fresh []string
 	for _, m := range listed {
-		if !seen[m] {
+		if _, ok := read[m]; !ok {
 			fresh = append(fresh, m)
 		}
 	}
 	if len(fresh) > 0 {
 		slices.Sort(fresh)
-		more, err := r.syncCalls(profile, fresh, now)
-		if err != nil {
+		cmds := make(valkey.Commands, 0, len(fresh)+1)
+		for _, m := range fresh {
+			cmds = append(cmds, r.c.B().Hgetall().Key(series.WindowKeyOf(profile, m)).Build())
+		}
+		res := r.do(ctx, append(cmds, epochCmd())...)
+		if e, err := epochOf(res[len(fresh)]); err != nil || e != e1 {
 			return false, err
 		}
-		rs, sent := syncScript.run(ctx, r.c, more)
-		r.count(sent, len(more))
-		replies = append(replies, rs...)
+		for i, m := range fresh {
+			fields, err := res[i].AsStrMap()
+			if err != nil {
+				return false, fmt.Errorf("reading window %s of %s: %w", m, profile, err)
+			}
+			read[m] = fields
+		}
 	}
+	l := r.layout
+	closedBefore := now.Add(-(l.Window + l.Grace))
 	open := map[string]cachedHist{}
-	if len(replies) == 0 {
-		pc.open = open
-		return epoch == pc.epoch, nil
+	var gone []string
+	groups := map[string]*compactGroup{}
+	var order []string
+	listedSet := make(map[string]bool, len(listed))
+	for _, m := range listed {
+		listedSet[m] = true
 	}
+	for m, fields := range read {
+		if len(fields) == 0 {
+			if listedSet[m] {
+				gone = append(gone, m) // expired: drop it from the pending set
+			}
+			continue
+		}
+		id, start, err := series.ParseMember(profile, m)
+		if err != nil {
+			return false, fmt.Errorf("pending windows of %s: %w", profile, err)
+		}
+		h, err := series.Decode(fields)
+		if err != nil {
+			return false, fmt.Errorf("reading window %s of %s: %w", m, profile, err)
+		}
+		c := cachedHist{id: id, start: start, hist: h}
+		if !start.Before(closedBefore) {
+			open[m] = c
+			continue
+		}
+		rstart := l.RollupStart(start)
+		rm := series.Member(id, rstart)
+		g := groups[rm]
+		if g == nil {
+			g = &compactGroup{member: rm, key: series.RollupKey(id, rstart), start: rstart, delta: &series.Histogram{}}
+			groups[rm] = g
+			order = append(order, rm)
+		}
+		g.windows = append(g.windows, compactWindow{member: m, count: fields[series.FieldCount], hist: c})
+		g.delta.Merge(h)
+	}
+	r.windows.Add(int64(len(read) - len(gone)))
+	if len(order) == 0 && len(gone) == 0 {
+		pc.open = open
+		return true, nil
+	}
+	slices.Sort(order)
+	slices.Sort(gone)
+	if r.beforeCompact != nil {
+		r.beforeCompact()
+	}
+	calls := r.compactCalls(profile, gone, order, groups, now)
+	replies, sent := compactScript.run(ctx, r.c, calls)
+	r.count(sent, len(calls))
 	current, expect := true, pc.epoch
 	for _, reply := range replies {
-		sr, err := parseSync(profile, reply)
+		cr, err := parseCompact(profile, reply)
 		if err != nil {
 			return false, err
 		}
-		if sr.before != expect {
+		if cr.before != expect {
 			current = false
 		}
-		expect = sr.after
-		for m, c := range sr.rolled {
+		expect = cr.after
+		for m, c := range cr.rolled {
 			pc.rollups[m] = c
 		}
-		for m, c := range sr.open {
-			open[m] = c
+		for _, m := range cr.skipped {
+			// Changed since it was read (a late flush): count what was read this time, and
+			// fold it at the next read.
+			for _, w := range groups[m].windows {
+				open[w.member] = w.hist
+			}
 		}
-		r.windows.Add(int64(len(sr.open)))
-		r.rollups.Add(int64(len(sr.rolled)))
-		r.compacted.Add(sr.compacted)
+		r.rollups.Add(int64(len(cr.rolled)))
+		r.compacted.Add(cr.compacted)
 	}
 	pc.epoch, pc.open = expect, open
 	return current, nil
 }
 
-// syncCalls builds the syncScript calls over the given pending windows (sorted), syncBatch
-// windows per call.
-func (r *Reader) syncCalls(profile string, members []string, now time.Time) ([]scriptCall, error) {
-	if len(members) == 0 {
-		return nil, nil
-	}
+type compactWindow struct {
+	member, count string
+	hist          cachedHist
+}
+
+// compactGroup is the closed windows of one rollup and their merged samples.
+type compactGroup struct {
+	member, key string
+	start       time.Time
+	windows     []compactWindow
+	delta       *series.Histogram
+}
+
+// compactCalls builds the compactScript calls: the expired members go with the first call;
+// groups are packed up to syncBatch windows per call, a larger group alone in its call.
+func (r *Reader) compactCalls(profile string, gone, order []string, groups map[string]*compactGroup, now time.Time) []scriptCall {
 	l := r.layout
 	header := []string{
-		strconv.FormatInt(now.Add(-(l.Window + l.Grace)).Unix(), 10),
 		strconv.FormatInt(int64((l.Rollup + l.TTL()).Seconds()), 10),
 		strconv.FormatInt(int64(l.TTL().Seconds()), 10),
 		strconv.FormatInt(now.Add(-(l.TTL() + l.Rollup)).Unix(), 10),
 		strconv.FormatInt(l.Cutoff(now).Unix(), 10),
 	}
-	var calls []scriptCall
-	for lo := 0; lo < len(members); lo += syncBatch {
-		batch := members[lo:min(lo+syncBatch, len(members))]
-		call := scriptCall{
+	newCall := func(gone []string) scriptCall {
+		c := scriptCall{
 			keys: []string{series.EpochKey(profile), series.PendingKey(profile), series.RollupsKey(profile), series.IndexKey(profile)},
-			args: slices.Clone(header),
+			args: append(slices.Clone(header), strconv.Itoa(len(gone))),
 		}
-		for _, m := range batch {
-			id, start, err := series.ParseMember(profile, m)
-			if err != nil {
-				return nil, fmt.Errorf("pending windows of %s: %w", profile, err)
-			}
-			rstart := l.RollupStart(start)
-			call.keys = append(call.keys, series.WindowKeyOf(profile, m), series.RollupKey(id, rstart))
-			call.args = append(call.args, m, series.Member(id, rstart),
-				strconv.FormatInt(rstart.Unix(), 10), strconv.FormatInt(start.Unix(), 10))
-		}
-		calls = append(calls, call)
+		c.args = append(c.args, gone...)
+		return c
 	}
-	return calls, nil
+	var calls []scriptCall
+	call, windows := newCall(gone), 0
+	for _, rm := range order {
+		g := groups[rm]
+		if windows > 0 && windows+len(g.windows) > syncBatch {
+			calls = append(calls, call)
+			call, windows = newCall(nil), 0
+		}
+		call.keys = append(call.keys, g.key)
+		call.args = append(call.args, g.member, strconv.FormatInt(g.start.Unix(), 10), strconv.Itoa(len(g.windows)))
+		for _, w := range g.windows {
+			call.keys = append(call.keys, series.WindowKeyOf(profile, w.member))
+			call.args = append(call.args, w.member, w.count)
+		}
+		fields := g.delta.WireFields()
+		call.args = append(call.args, strconv.Itoa(len(fields)/2))
+		call.args = append(call.args, fields...)
+		windows += len(g.windows)
+	}
+	return append(calls, call)
 }
 
 // merge builds the per-series result from the cache, dropping rollups that left the

@@ -12,51 +12,54 @@ import (
 // errNotArray is returned for a script reply of an unexpected shape.
 var errNotArray = errors.New("unexpected reply shape")
 
-type syncReply struct {
+type compactReply struct {
 	before, after int64
 	compacted     int64
-	open, rolled  map[string]cachedHist
+	rolled        map[string]cachedHist
+	skipped       []string
 }
 
-// parseSync decodes a syncScript reply.
-func parseSync(profile string, res valkey.ValkeyResult) (syncReply, error) {
+// parseCompact decodes a compactScript reply.
+func parseCompact(profile string, res valkey.ValkeyResult) (compactReply, error) {
 	arr, err := res.ToArray()
 	if err != nil {
-		return syncReply{}, fmt.Errorf("compacting windows of %s: %w", profile, err)
+		return compactReply{}, fmt.Errorf("compacting windows of %s: %w", profile, err)
 	}
 	if len(arr) != 5 {
-		return syncReply{}, fmt.Errorf("compacting windows of %s: %w: %d elements", profile, errNotArray, len(arr))
+		return compactReply{}, fmt.Errorf("compacting windows of %s: %w: %d elements", profile, errNotArray, len(arr))
 	}
-	var sr syncReply
-	if sr.before, err = arr[0].AsInt64(); err != nil {
-		return syncReply{}, fmt.Errorf("compacting windows of %s: epoch: %w", profile, err)
+	var cr compactReply
+	if cr.before, err = arr[0].AsInt64(); err != nil {
+		return compactReply{}, fmt.Errorf("compacting windows of %s: epoch: %w", profile, err)
 	}
-	if sr.after, err = arr[1].AsInt64(); err != nil {
-		return syncReply{}, fmt.Errorf("compacting windows of %s: epoch: %w", profile, err)
+	if cr.after, err = arr[1].AsInt64(); err != nil {
+		return compactReply{}, fmt.Errorf("compacting windows of %s: epoch: %w", profile, err)
 	}
-	for k, dst := range []*map[string]cachedHist{&sr.open, &sr.rolled} {
-		items, err := arr[2+k].ToArray()
-		if err != nil || len(items)%2 != 0 {
-			return syncReply{}, fmt.Errorf("compacting windows of %s: %w", profile, errNotArray)
+	items, err := arr[2].ToArray()
+	if err != nil || len(items)%2 != 0 {
+		return compactReply{}, fmt.Errorf("compacting windows of %s: %w", profile, errNotArray)
+	}
+	cr.rolled = make(map[string]cachedHist, len(items)/2)
+	for i := 0; i < len(items); i += 2 {
+		m, err1 := items[i].ToString()
+		pairs, err2 := items[i+1].AsStrSlice()
+		if err1 != nil || err2 != nil {
+			return compactReply{}, fmt.Errorf("compacting windows of %s: %w", profile, errNotArray)
 		}
-		*dst = make(map[string]cachedHist, len(items)/2)
-		for i := 0; i < len(items); i += 2 {
-			m, err1 := items[i].ToString()
-			pairs, err2 := items[i+1].AsStrSlice()
-			if err1 != nil || err2 != nil {
-				return syncReply{}, fmt.Errorf("compacting windows of %s: %w", profile, errNotArray)
-			}
-			c, err := decodeEntry(profile, m, pairs)
-			if err != nil {
-				return syncReply{}, fmt.Errorf("compacting windows of %s: %w", profile, err)
-			}
-			(*dst)[m] = c
+		c, err := decodeEntry(profile, m, pairs)
+		if err != nil {
+			return compactReply{}, fmt.Errorf("compacting windows of %s: %w", profile, err)
 		}
+		cr.rolled[m] = c
 	}
-	if sr.compacted, err = arr[4].AsInt64(); err != nil {
-		return syncReply{}, fmt.Errorf("compacting windows of %s: count: %w", profile, err)
+	if cr.compacted, err = arr[3].AsInt64(); err != nil {
+		return compactReply{}, fmt.Errorf("compacting windows of %s: count: %w", profile, err)
 	}
-	return sr, nil
+	// An empty Lua table comes back as an empty array.
+	if cr.skipped, err = arr[4].AsStrSlice(); err != nil {
+		return compactReply{}, fmt.Errorf("compacting windows of %s: skipped: %w", profile, err)
+	}
+	return cr, nil
 }
 
 // decodeEntry decodes the hash of a window or rollup member.

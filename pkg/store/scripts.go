@@ -135,61 +135,67 @@ end
 return res
 `)
 
-// syncScript returns the pending windows of a profile that are still open, folds the closed
-// ones into their rollups (merge, delete the window, bump the epoch) and returns the rollups
-// it changed, all in one atomic step. The closed windows of one rollup are merged in the
-// script first, so each changed rollup costs one read and one write however many windows
-// it takes in. When it compacted anything it also drops expired entries from the rollup set
-// and the series index.
+// compactScript folds closed windows into their rollups. The reader has already read the
+// windows and merged each rollup's share in Go (the delta); the script checks that every
+// window still holds the count the reader saw — a late flush or another reader's compaction
+// changes it — and only then adds the delta to the rollup and deletes the windows, all in one
+// atomic step. A group whose windows changed is skipped and stays pending for the next read,
+// so no sample is ever lost or counted twice, and Valkey's one thread never parses a window
+// twice. It also drops pending entries whose window expired, and, when it compacted
+// anything, bumps the epoch and drops expired entries from the rollup set and the index.
 //
 //	KEYS[1] epoch  KEYS[2] pending set  KEYS[3] rollup set  KEYS[4] series index
-//	KEYS[5..] window hash, rollup hash (one pair per pending window)
-//	ARGV[1] windows starting before this are closed (unix s)
-//	ARGV[2] rollup lifetime past its start (s)  ARGV[3] TTL of profile keys (s)
-//	ARGV[4] drop rollup-set entries starting before this  ARGV[5] drop index entries older than this
-//	ARGV[6..] member, rollup member, rollup start, window start (one quadruple per pair)
+//	KEYS[5..] per group: the rollup hash, then its window hashes
+//	ARGV[1] rollup lifetime past its start (s)  ARGV[2] TTL of profile keys (s)
+//	ARGV[3] drop rollup-set entries starting before this  ARGV[4] drop index entries older than this
+//	ARGV[5] number of expired pending members, then those members, then per group:
+//	rollup member, rollup start, number of windows, (member, count) per window,
+//	number of delta field/value pairs, the pairs
 //
-// Reply: {epoch before, epoch after, {member, hash, ...} of open windows,
-// {rollup member, hash, ...} of changed rollups, number of windows compacted}.
-var syncScript = newScript(luaOps + `
+// Reply: {epoch before, epoch after, {rollup member, hash, ...} of changed rollups,
+// number of windows compacted, {rollup member, ...} of skipped groups}.
+var compactScript = newScript(luaOps + `
 local before = tonumber(redis.call('GET', KEYS[1]) or '0')
-local open, acc, order, rkey, rstartOf = {}, {}, {}, {}, {}
-local dels, srems = {}, {}
-local compacted = 0
-for i = 5, #KEYS - 1, 2 do
-  local a = 6 + (i - 5) * 2
-  local member, rmember, rstart, wstart = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local h = redis.call('HGETALL', KEYS[i])
-  if #h == 0 then
-    srems[#srems + 1] = member
-  elseif tonumber(wstart) < tonumber(ARGV[1]) then
-    local t = acc[rmember]
-    if t == nil then
-      t = {}
-      acc[rmember], rkey[rmember], rstartOf[rmember] = t, KEYS[i + 1], rstart
-      order[#order + 1] = rmember
-    end
-    merge(t, h)
-    dels[#dels + 1] = KEYS[i]
-    srems[#srems + 1] = member
-    compacted = compacted + 1
-  else
-    open[#open + 1] = member
-    open[#open + 1] = h
+local a = 5
+local srems, dels, zadd, out, skipped = {}, {}, {}, {}, {}
+local ngone = tonumber(ARGV[a]); a = a + 1
+for i = 1, ngone do srems[#srems + 1] = ARGV[a]; a = a + 1 end
+local k, compacted = 5, 0
+while k <= #KEYS do
+  local rkey = KEYS[k]
+  local rmember, rstart, nw = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
+  a = a + 3
+  local ok = true
+  for j = 1, nw do
+    local n = redis.call('HGET', KEYS[k + j], 'n')
+    if n ~= ARGV[a + 2 * (j - 1) + 1] then ok = false end
   end
-end
-local out, zadd = {}, {}
-for _, m in ipairs(order) do
-  local t = acc[m]
-  merge(t, redis.call('HGETALL', rkey[m]))
-  local flat = {}
-  for f, v in pairs(t) do flat[#flat + 1] = f; flat[#flat + 1] = num(v) end
-  redis.call('HSET', rkey[m], unpack(flat))
-  redis.call('EXPIREAT', rkey[m], tonumber(rstartOf[m]) + tonumber(ARGV[2]))
-  zadd[#zadd + 1] = rstartOf[m]
-  zadd[#zadd + 1] = m
-  out[#out + 1] = m
-  out[#out + 1] = flat
+  local np = tonumber(ARGV[a + 2 * nw])
+  local d0 = a + 2 * nw + 1
+  if ok then
+    for j = 1, nw do
+      dels[#dels + 1] = KEYS[k + j]
+      srems[#srems + 1] = ARGV[a + 2 * (j - 1)]
+    end
+    local t = {}
+    merge(t, redis.call('HGETALL', rkey))
+    local delta = {}
+    for i = d0, d0 + 2 * np - 1 do delta[#delta + 1] = ARGV[i] end
+    merge(t, delta)
+    local flat = {}
+    for f, v in pairs(t) do flat[#flat + 1] = f; flat[#flat + 1] = num(v) end
+    redis.call('HSET', rkey, unpack(flat))
+    redis.call('EXPIREAT', rkey, tonumber(rstart) + tonumber(ARGV[1]))
+    zadd[#zadd + 1] = rstart
+    zadd[#zadd + 1] = rmember
+    out[#out + 1] = rmember
+    out[#out + 1] = flat
+    compacted = compacted + nw
+  else
+    skipped[#skipped + 1] = rmember
+  end
+  a = d0 + 2 * np
+  k = k + 1 + nw
 end
 if #dels > 0 then redis.call('DEL', unpack(dels)) end
 if #srems > 0 then redis.call('SREM', KEYS[2], unpack(srems)) end
@@ -197,15 +203,15 @@ local after = before
 if compacted > 0 then
   redis.call('ZADD', KEYS[3], unpack(zadd))
   after = redis.call('INCR', KEYS[1])
-  redis.call('EXPIRE', KEYS[1], ARGV[3])
-  redis.call('EXPIRE', KEYS[3], ARGV[3])
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[4])
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[3])
   local idx = redis.call('HGETALL', KEYS[4])
   for j = 1, #idx - 1, 2 do
-    if tonumber(idx[j + 1]) < tonumber(ARGV[5]) then redis.call('HDEL', KEYS[4], idx[j]) end
+    if tonumber(idx[j + 1]) < tonumber(ARGV[4]) then redis.call('HDEL', KEYS[4], idx[j]) end
   end
 end
-return {before, after, open, out, compacted}
+return {before, after, out, compacted, skipped}
 `)
 
 // script is a Lua script sent by its SHA-1 (EVALSHA), falling back to its source (EVAL) on
@@ -226,16 +232,6 @@ type scriptCall struct {
 // cmd is the EVALSHA command of one call.
 func (s *script) cmd(c valkey.Client, call scriptCall) valkey.Completed {
 	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(call.keys))).Key(call.keys...).Arg(call.args...).Build()
-}
-
-// noScript reports whether a node answered any of the replies with NOSCRIPT.
-func noScript(res []valkey.ValkeyResult) bool {
-	for _, r := range res {
-		if verr, ok := valkey.IsValkeyErr(r.Error()); ok && verr.IsNoScript() {
-			return true
-		}
-	}
-	return false
 }
 
 // run pipelines the calls in one DoMulti (one round trip per node) and re-sends, as EVAL,
