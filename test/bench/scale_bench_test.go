@@ -33,6 +33,8 @@ type ScaleResult struct {
 	SteadyValkeyCPU                 float64 // share of a core Valkey spends during the steady cycles (agents + cycles)
 	SteadyCycleS, SteadyCycleMaxS   float64 // median and worst steady cycle while agents flush
 	SteadyCycles                    int
+	RestartCycleS                   float64 // first cycle of a fresh reader (control-plane restart) once the backlog is compacted
+	RestartValkeyCPUS               float64
 	AgentOpsPerS, TotalOpsPerS      float64 // Valkey commands/s: agents alone; agents + cycles
 	BytesPerSeries                  float64 // MEMORY USAGE of every key of the profiles ÷ series, after 2 h of history
 	RollupBytesPerSeries            float64 // of that: rollups
@@ -125,6 +127,12 @@ func BenchmarkScale(b *testing.B) {
 	res.StatusChangesPerCycle = changes[len(changes)/2]
 	res.TotalOpsPerS = float64(ops()-o0) / time.Since(t0).Seconds()
 	res.SteadyValkeyCPU = (valkeyCPU(b, c) - cpu0) / time.Since(t0).Seconds()
+	// A control-plane restart: a new reader with an empty cache, while the agents flush.
+	restarted := store.NewProfileReader(srv.Valkey.URL())
+	cpu0 = valkeyCPU(b, c)
+	d, _ = scaleCycle(b, restarted, compiled, hashes, make([]string, profiles), time.Now().UTC())
+	res.RestartCycleS, res.RestartValkeyCPUS = d.Seconds(), valkeyCPU(b, c)-cpu0
+	restarted.Close()
 	stop()
 	wg.Wait()
 	slices.Sort(cycles)
