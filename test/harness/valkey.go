@@ -201,8 +201,15 @@ func roundTrip(conn net.Conn, r *bufio.Reader, args ...string) (string, error) {
 func StartCluster() (*Cluster, error) {
 	c := &Cluster{}
 	for i := 0; i < 3; i++ {
+		// The bus port defaults to port + 10000, which may be some other socket's ephemeral
+		// port: ask the kernel for a free one too.
+		bus, err := FreePort()
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
 		v, err := StartValkey("--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
-			"--cluster-config-file", "nodes.conf")
+			"--cluster-config-file", "nodes.conf", "--cluster-port", strconv.Itoa(bus))
 		if err != nil {
 			c.Stop()
 			return nil, err
