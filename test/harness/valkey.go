@@ -29,7 +29,8 @@ type Valkey struct {
 
 // Cluster is three Valkey masters in cluster mode with all 16384 slots assigned.
 type Cluster struct {
-	Nodes []*Valkey
+	Nodes    []*Valkey
+	busPorts []int
 }
 
 // ValkeyServerBinary finds valkey-server, or redis-server as the fallback.
@@ -215,6 +216,7 @@ func StartCluster() (*Cluster, error) {
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, v)
+		c.busPorts = append(c.busPorts, bus)
 	}
 	const slots = 16384
 	for i, n := range c.Nodes {
@@ -224,9 +226,9 @@ func StartCluster() (*Cluster, error) {
 			return nil, fmt.Errorf("assigning slots %d-%d: %w", lo, hi, err)
 		}
 	}
-	for _, n := range c.Nodes[1:] {
+	for i, n := range c.Nodes[1:] {
 		host, port, _ := net.SplitHostPort(n.Addr)
-		if _, err := c.Nodes[0].Do("CLUSTER", "MEET", host, port); err != nil {
+		if _, err := c.Nodes[0].Do("CLUSTER", "MEET", host, port, strconv.Itoa(c.busPorts[i+1])); err != nil {
 			c.Stop()
 			return nil, fmt.Errorf("cluster meet %s: %w", n.Addr, err)
 		}
