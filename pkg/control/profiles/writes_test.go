@@ -278,3 +278,25 @@ func TestLastStatusWrite(t *testing.T) {
 		t.Errorf("LastStatusWrite of an empty status = %v, want zero", got)
 	}
 }
+
+// TestLastWrites: a write this process made counts even when it carried no statistics (or
+// kept old ones through a store reset); without one, the stored lastUpdated stands in.
+func TestLastWrites(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	stored := writtenStatus(t0)
+	var w lastWrites
+	if got := w.last("p", stored); !got.Equal(t0) {
+		t.Errorf("after a restart: %v, want the stored lastUpdated %v", got, t0)
+	}
+	w.wrote("p", t0.Add(time.Minute))
+	if got := w.last("p", stored); !got.Equal(t0.Add(time.Minute)) {
+		t.Errorf("after a write: %v, want the write's time", got)
+	}
+	if got := w.last("p", writtenStatus(t0.Add(time.Hour))); !got.Equal(t0.Add(time.Hour)) {
+		t.Errorf("a newer stored write (another leader): %v, want it", got)
+	}
+	w.forget("p")
+	if got := w.last("p", &ballastv1.WorkloadProfileStatus{}); !got.IsZero() {
+		t.Errorf("forgotten, nothing stored: %v, want zero (write)", got)
+	}
+}
