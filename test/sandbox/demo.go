@@ -62,7 +62,10 @@ func RunDemo(ctx context.Context, o *DemoOptions, w io.Writer) error {
 	}
 	bin := harness.BinDir()
 	s, err := Start(ctx, Options{Dir: o.Dir, Nodes: o.Nodes, ControlBin: filepath.Join(bin, "ballast-control"),
-		NodeBin: filepath.Join(bin, "ballast-node"), SampleInterval: time.Second, Readiness: DemoReadiness, Progress: w})
+		NodeBin: filepath.Join(bin, "ballast-node"), SampleInterval: time.Second, Readiness: DemoReadiness, Progress: w,
+		// The demo prints the accruing profile's sample count every 5 s; at the 1m default
+		// refresh that count would stand still between writes.
+		ControlArgs: []string{"--status-refresh-interval=5s"}})
 	if err != nil {
 		return err
 	}

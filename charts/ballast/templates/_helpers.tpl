@@ -188,6 +188,9 @@ seccompProfile:
 {{- else }}
 - --leader-elect=false
 {{- end }}
+{{- if ne (toString .Values.statusRefreshInterval) "1m" }}
+- --status-refresh-interval={{ .Values.statusRefreshInterval }}
+{{- end }}
 {{- if not .Values.fallback.enabled }}
 - --fallback=false
 {{- else }}

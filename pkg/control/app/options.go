@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/logging"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -60,6 +61,10 @@ type Options struct {
 	// metrics.k8s.io, polled every FallbackInterval.
 	Fallback         bool
 	FallbackInterval time.Duration
+	// StatusRefreshInterval is how often, at most, a WorkloadProfile whose usage statistics
+	// alone moved is written; acted-on changes are written at once (profiles.ShouldWriteStatus).
+	// 0 writes every material change.
+	StatusRefreshInterval time.Duration
 	// FallbackEphemeralStorage reads those pods' ephemeral storage from the kubelet Summary
 	// API through the API server's node proxy (get on nodes/proxy).
 	FallbackEphemeralStorage bool
@@ -101,6 +106,7 @@ func NewOptions() *Options {
 		LogStdout:              true,
 		PressureRaiseThreshold: 100 * resize.DefaultPressureThreshold,
 		PressureRaiseSustain:   resize.DefaultPressureSustain,
+		StatusRefreshInterval:  profiles.DefaultStatusRefresh,
 	}
 }
 
@@ -133,6 +139,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.PredictedRequests, "predicted-requests-annotation", o.PredictedRequests, "publish autoscaling.k8s.io/predicted-pod-requests (Karpenter's in-place RFC) on the Deployments and StatefulSets of sized pods; needs get and patch on them")
 	fs.Float64Var(&o.PressureRaiseThreshold, "pressure-raise-threshold", o.PressureRaiseThreshold, "percent of the time a resize-mode container may be stalled on memory (PSI, or eBPF reclaim stall on cgroup v1) before it is raised in place at once; 0 turns the pressure fast raise off")
 	fs.DurationVar(&o.PressureRaiseSustain, "pressure-raise-sustain", o.PressureRaiseSustain, "how long the memory pressure must stay at or above --pressure-raise-threshold without a break")
+	fs.DurationVar(&o.StatusRefreshInterval, "status-refresh-interval", o.StatusRefreshInterval, "how often, at most, a WorkloadProfile's status is written when only its usage statistics moved (and recommendations by no more than 1 %); state, counts, conditions and larger recommendation changes are written at once; 0 writes every change")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
 	fs.BoolVar(&o.Fallback, "fallback", o.Fallback, "measure enrolled pods on nodes without a live node agent through metrics.k8s.io (needs metrics-server or another provider, and get/list on pods.metrics.k8s.io)")
 	fs.DurationVar(&o.FallbackInterval, "fallback-interval", o.FallbackInterval, "how often metrics.k8s.io is read for pods on nodes without a live node agent (each reading is written once; the metrics API's own resolution bounds the sample rate)")
@@ -174,6 +181,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--pressure-raise-threshold %v / --pressure-raise-sustain %v: %w",
 				o.PressureRaiseThreshold, o.PressureRaiseSustain, err))
 		}
+	}
+	if o.StatusRefreshInterval < 0 {
+		errs = append(errs, fmt.Errorf("--status-refresh-interval %v: must not be negative", o.StatusRefreshInterval))
 	}
 	if o.FallbackInterval < time.Second {
 		errs = append(errs, fmt.Errorf("--fallback-interval %v: must be at least 1s", o.FallbackInterval))

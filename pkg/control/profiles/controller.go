@@ -2,7 +2,8 @@
 // count.go), the Orphaned condition and orphan TTL (§6.6, orphan.go), the statistics,
 // readiness and recommendations computed from the store (§4, §5, compute.go), and the
 // purge of store data on deletion (finalize.go). It runs on the leader. Status is patched
-// only on a material change (patch.go).
+// at once when something acted on changed, and at most once per --status-refresh-interval
+// when only statistics moved (writes.go, ShouldWriteStatus).
 package profiles
 
 import (
@@ -51,6 +52,10 @@ type Controller struct {
 	retry time.Duration
 	// fallback is the metrics.k8s.io fallback's coverage view (nil: none).
 	fallback fallback.View
+	// refresh is --status-refresh-interval (ShouldWriteStatus); writes remembers the last
+	// write of each profile.
+	refresh time.Duration
+	writes  lastWrites
 }
 
 // New returns the profiles controller; log is the collector component's logger.
@@ -97,16 +102,23 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 	if requeue == 0 || (interval > 0 && interval < requeue) {
 		requeue = interval
 	}
-	// Computed before the patch, which overwrites wp with the stored result.
+	// Computed before the patch, which overwrites wp with the stored result. A held status
+	// publishes nothing: its events come with the write that carries them.
 	evts := transitions(wp, next)
-	if err := c.patchStatus(ctx, wp, next); err != nil {
+	held, err := c.patchStatus(ctx, wp, next, now)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	c.events.Publish(evts...)
+	if !held {
+		c.events.Publish(evts...)
+	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
-func (c *Controller) forget(name string) { c.metrics.forget(name) }
+func (c *Controller) forget(name string) {
+	c.metrics.forget(name)
+	c.writes.forget(name)
+}
 
 // clearState removes the profile's series of the ballast_profiles gauge (compute.go's
 // helper before metrics.setState; kept for its callers).

@@ -106,7 +106,7 @@ func oomBumps(old, next []ballastv1.ContainerProfile) []string {
 			continue
 		}
 		i := slices.IndexFunc(old, func(o ballastv1.ContainerProfile) bool { return o.Name == cp.Name })
-		if i >= 0 && old[i].Recommendations[recommend.ResourceMemory] == rec {
+		if i >= 0 && sameRaise(old[i].Recommendations[recommend.ResourceMemory], rec) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("container %s: an OOM kill raised memory to request %s limit %s",
@@ -116,6 +116,20 @@ func oomBumps(old, next []ballastv1.ContainerProfile) []string {
 }
 
 const oomBasis = recommend.BasisOOM
+
+// sameRaise: every value of next that an OOM kill raised was raised, to the same value,
+// in old already. The other field moving with the statistics is no new raise.
+func sameRaise(old, next ballastv1.Recommendation) bool {
+	if strings.HasPrefix(next.RequestBasis, oomBasis) &&
+		(!strings.HasPrefix(old.RequestBasis, oomBasis) || old.Request != next.Request) {
+		return false
+	}
+	if strings.HasPrefix(next.LimitBasis, oomBasis) &&
+		(!strings.HasPrefix(old.LimitBasis, oomBasis) || old.Limit != next.Limit) {
+		return false
+	}
+	return true
+}
 
 func dash(s string) string {
 	if s == "" {

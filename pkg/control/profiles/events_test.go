@@ -23,6 +23,10 @@ func TestTransitions(t *testing.T) {
 	bumped := *sufficient.DeepCopy()
 	bumped.Containers[0].Recommendations["memory"] = ballastv1.Recommendation{Request: "600Mi", Limit: "600Mi",
 		LimitBasis: recommend.BasisOOM + " to max(peak × 1.2, peak + 100Mi) = 600Mi"}
+	// The request moves with the statistics; the OOM-raised limit stays.
+	bumpedMoved := *bumped.DeepCopy()
+	bumpedMoved.Containers[0].Recommendations["memory"] = ballastv1.Recommendation{Request: "610Mi", Limit: "600Mi",
+		RequestBasis: "p75 610.00Mi", LimitBasis: bumped.Containers[0].Recommendations["memory"].LimitBasis}
 	orphaned := *sufficient.DeepCopy()
 	orphaned.ActivePods = 0
 	orphaned.Conditions = append(orphaned.Conditions, cond("Orphaned", "True", "NoActiveWorkloads", ""))
@@ -41,12 +45,13 @@ func TestTransitions(t *testing.T) {
 		old, next ballastv1.WorkloadProfileStatus
 		want      []string
 	}{
-		"nothing changes, nothing is recorded": {old: accruing, next: accruing},
-		"becoming Sufficient":                  {old: accruing, next: sufficient, want: []string{"Normal Sufficient Sufficient: recommends app: cpu 300m, mem 192Mi/231Mi"}},
-		"falling back to Accruing":             {old: sufficient, next: accruing, want: []string{"Warning Accruing Accruing again: app: cpu samples 120/250"}},
-		"an OOM bump":                          {old: sufficient, next: bumped, want: []string{"Warning OOMBump container app: an OOM kill raised memory to request 600Mi limit 600Mi"}},
-		"the same OOM bump again is quiet":     {old: bumped, next: bumped},
-		"orphaned":                             {old: sufficient, next: orphaned, want: []string{"Normal Orphaned no bound pods; history is kept until the orphan TTL runs out"}},
+		"nothing changes, nothing is recorded":                 {old: accruing, next: accruing},
+		"becoming Sufficient":                                  {old: accruing, next: sufficient, want: []string{"Normal Sufficient Sufficient: recommends app: cpu 300m, mem 192Mi/231Mi"}},
+		"falling back to Accruing":                             {old: sufficient, next: accruing, want: []string{"Warning Accruing Accruing again: app: cpu samples 120/250"}},
+		"an OOM bump":                                          {old: sufficient, next: bumped, want: []string{"Warning OOMBump container app: an OOM kill raised memory to request 600Mi limit 600Mi"}},
+		"the same OOM bump again is quiet":                     {old: bumped, next: bumped},
+		"the request moving under the same OOM raise is quiet": {old: bumped, next: bumpedMoved},
+		"orphaned": {old: sufficient, next: orphaned, want: []string{"Normal Orphaned no bound pods; history is kept until the orphan TTL runs out"}},
 		"a source that cannot deliver": {old: collecting, next: blind, want: []string{"Warning SourceUnavailable " +
 			"No samples in the latest collection cycle for: ephemeral-storage; app ephemeral-storage: x509: certificate signed by unknown authority"}},
 		"a read error on a new profile": {old: accruing, next: blind, want: []string{"Warning SourceUnavailable " +

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,12 +28,14 @@ func material(st *ballastv1.WorkloadProfileStatus) *ballastv1.WorkloadProfileSta
 	return m
 }
 
-// patchStatus merge-patches the fields this controller owns when they changed materially.
-// The identity fields (tupleLabels, selectorLabels, policyRef, measurementHash) belong to
-// the enrollment controller and are left out, so the two never overwrite each other.
-func (c *Controller) patchStatus(ctx context.Context, wp *ballastv1.WorkloadProfile, next *ballastv1.WorkloadProfileStatus) error {
-	if equality.Semantic.DeepEqual(material(&wp.Status), material(next)) {
-		return nil
+// patchStatus merge-patches the fields this controller owns when ShouldWriteStatus says
+// so, and reports whether a change was held back for the refresh interval. The identity
+// fields (tupleLabels, selectorLabels, policyRef, measurementHash) belong to the enrollment
+// controller and are left out, so the two never overwrite each other.
+func (c *Controller) patchStatus(ctx context.Context, wp *ballastv1.WorkloadProfile, next *ballastv1.WorkloadProfileStatus, now time.Time) (held bool, err error) {
+	write, why := ShouldWriteStatus(&wp.Status, next, c.writes.last(wp.Name, &wp.Status), now, c.refresh)
+	if !write {
+		return why == WriteHeld, nil
 	}
 	body := map[string]any{
 		"containers":      nullIfEmpty(len(next.Containers), next.Containers),
@@ -53,15 +55,16 @@ func (c *Controller) patchStatus(ctx context.Context, wp *ballastv1.WorkloadProf
 	}
 	b, err := json.Marshal(map[string]any{"status": body})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := c.client.Status().Patch(ctx, wp, client.RawPatch(types.MergePatchType, b)); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("patching status of WorkloadProfile %s: %w", wp.Name, err)
+		return false, fmt.Errorf("patching status of WorkloadProfile %s: %w", wp.Name, err)
 	}
-	return nil
+	c.writes.wrote(wp.Name, now)
+	return false, nil
 }
 
 // resizeSummaryPatch spells every field of status.resize, zero ones as null: the summary's

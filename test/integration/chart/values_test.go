@@ -25,6 +25,7 @@ func TestValuesDefaults(t *testing.T) {
 		"image.tag":                                 "",
 		"replicaCount":                              float64(2),
 		"leaderElect":                               true,
+		"statusRefreshInterval":                     "1m",
 		"nameOverride":                              "",
 		"fullnameOverride":                          "",
 		"serviceAccount.name":                       "",

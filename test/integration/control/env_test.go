@@ -86,6 +86,9 @@ func startEnv(t *testing.T, kube *harness.Kube, storeURL string, tune ...func(*a
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.WebhookHost, o.WebhookPort, o.WebhookCertPath, o.WebhookDNSNames = "127.0.0.1", port, e.certDir, "127.0.0.1"
 	o.SkipControllerNameValidation = true
+	// The suites step the fake clock and check statistics after each reconcile: every
+	// material change is written (TestStatusRefreshInterval tunes the interval).
+	o.StatusRefreshInterval = 0
 	for _, f := range tune {
 		f(o)
 	}

@@ -1,0 +1,35 @@
+package app
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStatusRefreshInterval: --status-refresh-interval defaults to a minute, takes 0 (every
+// change written) and rejects a negative interval.
+func TestStatusRefreshInterval(t *testing.T) {
+	parse := func(args ...string) *Options {
+		t.Helper()
+		o := NewOptions()
+		fs := flag.NewFlagSet("ballast-control", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.AddFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	if o := parse(); o.StatusRefreshInterval != time.Minute {
+		t.Errorf("default --status-refresh-interval = %v, want 1m", o.StatusRefreshInterval)
+	}
+	if o := parse("--status-refresh-interval=0"); o.StatusRefreshInterval != 0 || o.Validate() != nil {
+		t.Errorf("--status-refresh-interval=0: %v, %v", o.StatusRefreshInterval, o.Validate())
+	}
+	err := parse("--status-refresh-interval=-1s").Validate()
+	if err == nil || !strings.Contains(err.Error(), "--status-refresh-interval") {
+		t.Errorf("a negative interval validated: %v", err)
+	}
+}
