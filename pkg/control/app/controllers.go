@@ -114,6 +114,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		return nil, err
 	}
 	cs.Profiles.SetFallback(cs.Fallback)
+	cs.Profiles.SetWorkers(o.ProfileWorkers)
 	cs.Profiles.SetEvents(d.Events)
 	cs.Cluster.SetResolver(d.Resolver)
 	cs.Namespaced.SetResolver(d.Resolver)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/logging"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -64,6 +65,9 @@ type Options struct {
 	// API through the API server's node proxy (get on nodes/proxy).
 	FallbackEphemeralStorage bool
 
+	// ProfileWorkers is how many WorkloadProfiles the profiles controller reconciles at once.
+	ProfileWorkers int
+
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
 }
@@ -101,6 +105,7 @@ func NewOptions() *Options {
 		LogStdout:              true,
 		PressureRaiseThreshold: 100 * resize.DefaultPressureThreshold,
 		PressureRaiseSustain:   resize.DefaultPressureSustain,
+		ProfileWorkers:         profiles.DefaultWorkers,
 	}
 }
 
@@ -140,6 +145,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
+	fs.IntVar(&o.ProfileWorkers, "profile-workers", o.ProfileWorkers, "how many WorkloadProfiles are recomputed at once (each waits mostly on the store and the API server)")
 	fs.StringVar(&o.LogStdoutFields, "log-stdout-fields", o.LogStdoutFields, `JSON object of static fields added to every log line, e.g. {"cluster":"prod-eu"}`)
 }
 
@@ -174,6 +180,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--pressure-raise-threshold %v / --pressure-raise-sustain %v: %w",
 				o.PressureRaiseThreshold, o.PressureRaiseSustain, err))
 		}
+	}
+	if o.ProfileWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--profile-workers %d: must be at least 1", o.ProfileWorkers))
 	}
 	if o.FallbackInterval < time.Second {
 		errs = append(errs, fmt.Errorf("--fallback-interval %v: must be at least 1s", o.FallbackInterval))
