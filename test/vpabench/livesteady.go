@@ -93,8 +93,12 @@ func (l *liveCluster) pass(ctx context.Context, profiles int) (float64, error) {
 // flushing; reconcile rates, queue depth, ballast-control's footprint, Valkey and the API
 // server's writes.
 func (l *liveCluster) steady(ctx context.Context, r *LiveScale, o LiveOptions) error {
-	// One sampling interval for the requeues of the pass before to spread out again.
-	fmt.Printf("%s  steady phase: %s settling, then %s measured\n", now(), o.Sampling, o.Steady)
+	// Whole sampling intervals: the profiles were all computed in the pass before, so their
+	// requeues come in step; a window of k intervals counts each profile about k times
+	// whatever its phase. One interval first, for the agents' and requeues' cadence.
+	rounds := max(1, int((o.Steady+o.Sampling/2)/o.Sampling))
+	window := time.Duration(rounds) * o.Sampling
+	fmt.Printf("%s  steady phase: %s settling, then %s (%d sampling intervals) measured\n", now(), o.Sampling, window, rounds)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -108,7 +112,7 @@ func (l *liveCluster) steady(ctx context.Context, r *LiveScale, o LiveOptions) e
 	p0 := l.s.ProcStats()["ballast-control"]
 	ops0 := valkeyInfo(l, "stats", "total_commands_processed")
 	t0 := time.Now()
-	for time.Since(t0) < o.Steady {
+	for time.Since(t0) < window {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -115,6 +115,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	}
 	cs.Profiles.SetFallback(cs.Fallback)
 	cs.Profiles.SetWorkers(o.ProfileWorkers)
+	cs.Enrollment.SetWorkers(o.EnrollmentWorkers)
 	cs.Profiles.SetEvents(d.Events)
 	cs.Cluster.SetResolver(d.Resolver)
 	cs.Namespaced.SetResolver(d.Resolver)
