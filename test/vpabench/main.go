@@ -38,6 +38,7 @@ func main() {
 	flag.DurationVar(&so.Window, "window", 6*time.Minute, "scale: how long VPA's loops are watched")
 	ballastScale := flag.String("ballast", "", "scale: Ballast's BenchmarkScale JSON")
 	ballastAdm := flag.String("ballast-admission", "", "scale: Ballast's BenchmarkAdmissionLatency JSON")
+	liveScale := flag.String("ballast-live", "", "scale: the live ballast-control run's JSON (scale-ballast-live.json), printed below")
 	vpaScale := flag.String("vpa", "", "scale: VPA's side from an earlier run (the scale-vpa.json it wrote) instead of running it again")
 	lo := LiveOptions{}
 	flag.IntVar(&lo.Rate, "rate", 200, "ballast-live: pod creates per second in the churn phase")
@@ -61,7 +62,7 @@ func main() {
 	}
 	if *mode == "scale" {
 		so.Nodes = *nodes
-		if err := scaleMain(ctx, *dir, so, *ballastScale, *ballastAdm, *vpaScale, *docs); err != nil {
+		if err := scaleMain(ctx, *dir, so, *ballastScale, *ballastAdm, *vpaScale, *liveScale, *docs); err != nil {
 			fmt.Fprintln(os.Stderr, "bench-scale failed:", err)
 			os.Exit(1)
 		}

@@ -98,3 +98,12 @@ func FuzzParseProm(f *testing.F) {
 		}
 	})
 }
+
+func TestLiveMarkdownNamesEveryFigure(t *testing.T) {
+	md := liveMarkdown(&LiveScale{Nodes: 2, Pods: 4, Profiles: 2, CreateP99: 6, BaselineP99: 3, WritesPerMin: map[string]float64{"workloadprofiles/status": 2}})
+	for _, want := range []string{"p99 ratio 2.00", "workloadprofiles/status 2 (all: 2)", "| ballast-control RSS"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("table lacks %q:\n%s", want, md)
+		}
+	}
+}
