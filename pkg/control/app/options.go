@@ -69,6 +69,8 @@ type Options struct {
 	// ProfileWorkers is how many WorkloadProfiles the profiles controller reconciles at
 	// once; EnrollmentWorkers how many pods the enrollment controller reconciles at once.
 	ProfileWorkers, EnrollmentWorkers int
+	// Profiling serves Go's pprof endpoints on the metrics endpoint.
+	Profiling bool
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -149,6 +151,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
 	fs.IntVar(&o.ProfileWorkers, "profile-workers", o.ProfileWorkers, "how many WorkloadProfiles are recomputed at once (each waits mostly on the store and the API server)")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiling endpoints (/debug/pprof/) on the metrics endpoint, behind its authentication when --metrics-secure")
 	fs.IntVar(&o.EnrollmentWorkers, "enrollment-workers", o.EnrollmentWorkers, "how many pods are bound to their profiles at once")
 	fs.StringVar(&o.LogStdoutFields, "log-stdout-fields", o.LogStdoutFields, `JSON object of static fields added to every log line, e.g. {"cluster":"prod-eu"}`)
 }
