@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,13 +20,25 @@ var controlMetrics = []string{"controller_runtime_", "workqueue_"}
 
 var profilesController = map[string]string{"controller": "profiles"}
 
-// scrape reads ballast-control's controller-runtime and work-queue metrics.
+// scrapeClient waits long for a /metrics of thousands of profiles on a busy machine.
+var scrapeClient = &http.Client{Timeout: 30 * time.Second}
+
+// scrape reads ballast-control's controller-runtime and work-queue metrics, trying up to
+// three times.
 func (l *liveCluster) scrape() ([]promSample, error) {
-	body, err := httpGet(l.s.MetricsURL)
-	if err != nil {
-		return nil, err
+	var err error
+	for try := 0; try < 3; try++ {
+		var resp *http.Response
+		if resp, err = scrapeClient.Get(l.s.MetricsURL); err != nil {
+			continue
+		}
+		b, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err = rerr; err == nil {
+			return parseProm(string(b), controlMetrics...)
+		}
 	}
-	return parseProm(body, controlMetrics...)
+	return nil, fmt.Errorf("scraping ballast-control: %w", err)
 }
 
 func sumOr0(ss []promSample, name string, match map[string]string) float64 {
