@@ -120,14 +120,27 @@ func History(ctx context.Context, w *store.Writer, hashes []string, end time.Tim
 			}
 		}
 		if len(batch) >= 2000 {
-			if err := w.Flush(ctx, batch); err != nil {
+			if err := flushRetry(ctx, w, batch); err != nil {
 				return err
 			}
 			batch = batch[:0]
 		}
 	}
 	if len(batch) > 0 {
-		return w.Flush(ctx, batch)
+		return flushRetry(ctx, w, batch)
 	}
 	return nil
+}
+
+// flushRetry writes a batch, again up to twice when it failed (a connection dropped on a
+// busy machine); windows merge, so a window written twice counts its samples twice only
+// if the first write went through, which a failed one reports it did not.
+func flushRetry(ctx context.Context, w *store.Writer, batch []series.WindowUpdate) error {
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = w.Flush(ctx, batch); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
