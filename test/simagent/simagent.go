@@ -7,6 +7,7 @@ package simagent
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -132,15 +133,23 @@ func History(ctx context.Context, w *store.Writer, hashes []string, end time.Tim
 	return nil
 }
 
-// flushRetry writes a batch, again up to twice when it failed (a connection dropped on a
-// busy machine); windows merge, so a window written twice counts its samples twice only
-// if the first write went through, which a failed one reports it did not.
+// flushRetry writes a batch, and up to twice more the updates that failed (a connection
+// dropped on a busy machine), as ballast-node keeps failed windows for its next flush.
 func flushRetry(ctx context.Context, w *store.Writer, batch []series.WindowUpdate) error {
 	var err error
-	for try := 0; try < 3; try++ {
+	for try := 0; try < 3 && len(batch) > 0; try++ {
 		if err = w.Flush(ctx, batch); err == nil || ctx.Err() != nil {
 			return err
 		}
+		var fe *store.FlushError
+		if !errors.As(err, &fe) {
+			return err
+		}
+		failed := make([]series.WindowUpdate, 0, len(fe.Failed))
+		for _, i := range fe.Failed {
+			failed = append(failed, batch[i])
+		}
+		batch = failed
 	}
 	return err
 }
