@@ -89,6 +89,13 @@ bench-scale: ## SCALE_NODES nodes / SCALE_PODS pods (1,000 / 20,000): Ballast's 
 	$(GO) run ./test/vpabench -mode scale -dir $(BENCH_DIR)/scale -nodes $(SCALE_NODES) -pods $(SCALE_PODS) \
 	  -ballast $(BENCH_DIR)/scale-ballast.json -ballast-admission $(BENCH_DIR)/admission-ballast.json -docs docs/benchmarks.md $(BENCH_SCALE_FLAGS)
 
+# The real ballast-control binary at scale, agents simulated in the bench process; writes
+# $(BENCH_DIR)/live/scale-ballast-live.json (BENCH_LIVE_FLAGS: -steady, -sampling, -rate,
+# -control-args "...").
+.PHONY: bench-scale-live
+bench-scale-live: ## SCALE_NODES / SCALE_PODS: live ballast-control (reconcile loop, RSS, API writes, webhook under 200 creates/s)
+	$(GO) run ./test/vpabench -mode ballast-live -dir $(BENCH_DIR)/live -nodes $(SCALE_NODES) -pods $(SCALE_PODS) $(BENCH_LIVE_FLAGS)
+
 .PHONY: demo demo-check
 demo: demo-check tools build ## run the measure → profile → apply loop locally (DEMO_FLAGS=--keep keeps it running)
 	$(BIN)/ballast-demo $(DEMO_FLAGS)

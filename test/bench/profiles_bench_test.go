@@ -16,15 +16,16 @@ import (
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/test/simagent"
 )
 
 const (
 	cycleProfiles   = 10000
-	cycleContainers = 2
+	cycleContainers = simagent.Containers
 	cycleWorkers    = 8
 )
 
-var cycleResources = []string{series.ResourceCPU, series.ResourceMemory, series.ResourceEphemeralStorage}
+var cycleResources = simagent.Resources
 
 // BenchmarkProfileCycle measures one computation cycle over 10,000 profiles × 2 containers ×
 // 3 resources (60,000 series): store read (merge of retained windows) plus statistics,
@@ -113,40 +114,7 @@ func BenchmarkProfileCycle(b *testing.B) {
 
 // writeHistory writes windows ending at end for a fraction of the series.
 func writeHistory(b *testing.B, w *store.Writer, hashes []string, end time.Time, windows int, fraction float64) {
-	ctx := context.Background()
-	every := int(1 / fraction)
-	var batch []series.WindowUpdate
-	flush := func() {
-		if err := w.Flush(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
-		batch = batch[:0]
-	}
-	for i, h := range hashes {
-		if i%every != 0 {
-			continue
-		}
-		for cn := 0; cn < cycleContainers; cn++ {
-			for ri, res := range cycleResources {
-				for k := 0; k < windows; k++ {
-					start := series.WindowStart(end.Add(-time.Duration(k)*series.DefaultWindow), series.DefaultWindow)
-					hist := &series.Histogram{}
-					for s := 0; s < 30; s++ {
-						v := float64(100*(ri+1)+(i+s+k)%50) * float64(1+ri*1000000)
-						_ = hist.Add(v, start.Add(time.Duration(s)*10*time.Second))
-					}
-					batch = append(batch, series.WindowUpdate{Series: series.SeriesID{Profile: h,
-						Container: "c" + strconv.Itoa(cn), Resource: res, Signal: series.SignalUsage}, Start: start, Hist: hist})
-				}
-			}
-		}
-		if len(batch) >= 2000 {
-			flush()
-		}
-	}
-	if len(batch) > 0 {
-		flush()
-	}
+	must(b, simagent.History(context.Background(), w, hashes, end, windows, fraction))
 }
 
 // rssMiB is the process's peak resident set (VmHWM).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/test/simagent"
 )
 
 // ScaleResult is Ballast's side of `make bench-scale`, written as JSON to
@@ -98,13 +98,18 @@ func BenchmarkScale(b *testing.B) {
 
 	actx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var flushes, flushErrs atomic.Int64
+	var counters simagent.Counters
 	for n := 0; n < nodes; n++ {
+		// Node n runs every nodes-th pod; a pod's profile is its workload's (pod ÷ replicas).
+		a := simagent.Agent{Node: "node-" + strconv.Itoa(n), Seed: uint64(n), Every: flushEvery}
+		for p := n; p < pods; p += nodes {
+			a.Hashes = append(a.Hashes, hashes[p/replicas])
+		}
 		wg.Add(1)
-		go func(n int) {
+		go func() {
 			defer wg.Done()
-			simAgent(actx, w, n, nodes, pods, replicas, hashes, flushEvery, &flushes, &flushErrs)
-		}(n)
+			a.Run(actx, w, &counters)
+		}()
 	}
 	ops := func() int64 { return infoInt(b, c, "stats", "total_commands_processed") }
 	time.Sleep(flushEvery) // every agent has started its cadence
@@ -139,7 +144,7 @@ func BenchmarkScale(b *testing.B) {
 	res.SteadyCycles, res.SteadyCycleS, res.SteadyCycleMaxS = len(cycles), cycles[len(cycles)/2], cycles[len(cycles)-1]
 	res.PeakRSSMiB = rssMiB()
 	res.ValkeyRSSMiB = float64(infoInt(b, c, "memory", "used_memory_rss")) / (1 << 20)
-	res.FlushErrors, res.FlushesPerNodeDone = flushErrs.Load(), flushes.Load()/int64(nodes)
+	res.FlushErrors, res.FlushesPerNodeDone = counters.Errors.Load(), counters.Flushes.Load()/int64(nodes)
 	b.ReportMetric(res.ColdCycleS, "cold-cycle-s")
 	b.ReportMetric(res.SteadyCycleS, "cycle-s")
 	b.ReportMetric(res.TotalOpsPerS, "valkey-ops/s")
@@ -152,43 +157,6 @@ func BenchmarkScale(b *testing.B) {
 	}
 	if res.FlushErrors > 0 {
 		b.Errorf("%d agent flushes failed", res.FlushErrors)
-	}
-}
-
-// simAgent is one node's agent: its pods are every nodes-th pod; every flush it writes the
-// open window of each of their series with that interval's sample.
-func simAgent(ctx context.Context, w *store.Writer, node, nodes, pods, replicas int, hashes []string, every time.Duration, n, errs *atomic.Int64) {
-	r := rand.New(rand.NewPCG(uint64(node), 17))
-	select { // spread the nodes' cadences over one interval, as independent agents are
-	case <-ctx.Done():
-		return
-	case <-time.After(time.Duration(r.Int64N(int64(every)))):
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		now := time.Now().UTC()
-		start := series.WindowStart(now, series.DefaultWindow)
-		var batch []series.WindowUpdate
-		for p := node; p < pods; p += nodes {
-			for cn := 0; cn < cycleContainers; cn++ {
-				for ri, res := range cycleResources {
-					h := &series.Histogram{}
-					_ = h.Add(float64(100*(ri+1)+r.IntN(50))*float64(1+ri*1000000), now)
-					batch = append(batch, series.WindowUpdate{Series: series.SeriesID{Profile: hashes[p/replicas],
-						Container: "c" + strconv.Itoa(cn), Resource: res, Signal: series.SignalUsage}, Start: start, Hist: h})
-				}
-			}
-		}
-		if err := w.Flush(ctx, batch); err != nil && ctx.Err() == nil {
-			errs.Add(1)
-		}
-		n.Add(1)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
 }
 

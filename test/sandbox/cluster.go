@@ -59,6 +59,12 @@ type Options struct {
 	MetricsResolution time.Duration
 	// ControlArgs are extra ballast-control flags.
 	ControlArgs []string
+	// StaticNodes run no workload models at all (no agent, no metrics-server reads them):
+	// the nodes are kwok Node objects only, for the live scale bench.
+	StaticNodes bool
+	// DisabledControllers are kube-controller-manager controllers turned off besides the
+	// service-account ones (e.g. replicaset-controller when the bench creates pods itself).
+	DisabledControllers []string
 }
 
 // Systems a sandbox can run.
@@ -160,7 +166,9 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 		if tick <= 0 {
 			tick = time.Second
 		}
-		go n.run(rctx, tick)
+		if !o.StaticNodes {
+			go n.run(rctx, tick)
+		}
 		if o.Nodes <= 10 {
 			s.logf("node %s: cgroup tree %s, kubelet stub %s", name, n.CgroupRoot, n.Kubelet.URL)
 		}
@@ -229,6 +237,10 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 	if err != nil {
 		return err
 	}
+	controllers := "--controllers=*,-serviceaccount-token,-serviceaccount"
+	for _, c := range s.Opts.DisabledControllers {
+		controllers += ",-" + c
+	}
 	var qps, kcmScale []string
 	if q := s.Opts.ControllerQPS; q > 0 {
 		qps = []string{"--kube-api-qps=" + strconv.Itoa(q), "--kube-api-burst=" + strconv.Itoa(2*q)}
@@ -247,7 +259,7 @@ func (s *Sandbox) startKubeComponents(kc string) error {
 	}{
 		{"kube-scheduler", sched, append([]string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p1)}, qps...)},
 		{"kube-controller-manager", kcm, []string{"--kubeconfig", kc, "--leader-elect=false", "--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(p2), "--controllers=*,-serviceaccount-token,-serviceaccount",
+			"--secure-port=" + strconv.Itoa(p2), controllers,
 			"--use-service-account-credentials=false", "--node-monitor-grace-period=" + grace}},
 		{"kwok", kwok, []string{"--kubeconfig", kc, "--manage-all-nodes=false", "--manage-nodes-with-label-selector=type=kwok",
 			"--config", stages, "--server-address=127.0.0.1:" + strconv.Itoa(p3), "--node-ip=127.0.0.1",

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,21 +31,38 @@ func main() {
 	flag.DurationVar(&sch.TeardownAt, "teardown-at", 4*time.Minute, "when team-b's shop is torn down")
 	flag.DurationVar(&sch.Gap, "gap", 20*time.Second, "time between teardown and redeploy")
 	flag.DurationVar(&sch.Total, "total", 7*time.Minute, "length of each run")
-	mode := flag.String("mode", "compare", "compare (make bench-vpa) or scale (make bench-scale: VPA's side, printed beside Ballast's)")
+	mode := flag.String("mode", "compare", "compare (make bench-vpa), scale (make bench-scale: VPA's side, printed beside Ballast's) or ballast-live (make bench-scale-live: the real ballast-control at scale)")
 	so := ScaleOptions{}
 	flag.IntVar(&so.Pods, "pods", 20000, "scale: pods")
 	flag.IntVar(&so.Replicas, "replicas", 2, "scale: replicas per Deployment (one VPA each)")
 	flag.DurationVar(&so.Window, "window", 6*time.Minute, "scale: how long VPA's loops are watched")
 	ballastScale := flag.String("ballast", "", "scale: Ballast's BenchmarkScale JSON")
 	ballastAdm := flag.String("ballast-admission", "", "scale: Ballast's BenchmarkAdmissionLatency JSON")
+	liveScale := flag.String("ballast-live", "", "scale: the live ballast-control run's JSON (scale-ballast-live.json), printed below")
 	vpaScale := flag.String("vpa", "", "scale: VPA's side from an earlier run (the scale-vpa.json it wrote) instead of running it again")
+	lo := LiveOptions{}
+	flag.IntVar(&lo.Rate, "rate", 200, "ballast-live: pod creates per second in the churn phase")
+	flag.IntVar(&lo.BaselineEvery, "baseline-every", 10, "ballast-live: every n-th create is a baseline pod the webhook skips")
+	flag.DurationVar(&lo.Sampling, "sampling", time.Minute, "ballast-live: the MetricsSources' pollInterval (each profile is recomputed once per interval)")
+	flag.DurationVar(&lo.Flush, "flush", 10*time.Second, "ballast-live: the simulated agents' flush interval")
+	flag.IntVar(&lo.HistoryWindows, "history-windows", 24, "ballast-live: 5-minute windows of history per series before the cold pass")
+	flag.DurationVar(&lo.Steady, "steady", 4*time.Minute, "ballast-live: how long the steady phase is measured")
+	controlArgs := flag.String("control-args", "", "ballast-live: extra ballast-control flags, space-separated")
 	flag.Parse()
 	harness.Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *mode == "ballast-live" {
+		lo.Nodes, lo.Pods, lo.Replicas, lo.ControlArgs = *nodes, so.Pods, so.Replicas, strings.Fields(*controlArgs)
+		if err := liveMain(ctx, *dir, lo); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-scale-live failed:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *mode == "scale" {
 		so.Nodes = *nodes
-		if err := scaleMain(ctx, *dir, so, *ballastScale, *ballastAdm, *vpaScale, *docs); err != nil {
+		if err := scaleMain(ctx, *dir, so, *ballastScale, *ballastAdm, *vpaScale, *liveScale, *docs); err != nil {
 			fmt.Fprintln(os.Stderr, "bench-scale failed:", err)
 			os.Exit(1)
 		}

@@ -35,7 +35,7 @@ type ballastAdmission struct {
 	BaseP99  float64 `json:"baseline_p99_ms"`
 }
 
-func scaleMain(ctx context.Context, dir string, o ScaleOptions, bPath, aPath, vPath, docs string) error {
+func scaleMain(ctx context.Context, dir string, o ScaleOptions, bPath, aPath, vPath, lPath, docs string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -70,6 +70,13 @@ func scaleMain(ctx context.Context, dir string, o ScaleOptions, bPath, aPath, vP
 		}
 	}
 	md := scaleMarkdown(b, a, v, o)
+	if lPath != "" { // the live ballast-control run (make bench-scale-live)
+		l := &LiveScale{}
+		if err := readJSON(lPath, l); err != nil {
+			return err
+		}
+		md += liveMarkdown(l)
+	}
 	fmt.Println()
 	fmt.Println(md)
 	if docs != "" {

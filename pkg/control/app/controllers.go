@@ -37,7 +37,9 @@ func CacheOptions(operatorNamespace string) cache.Options {
 	if err != nil {
 		panic(err) // a constant key always parses
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	// Nothing in ballast-control reads managedFields; without them a cached pod is about a
+	// third smaller (SPEC's 512 MiB control-plane goal at 20,000 enrolled pods).
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasMode)},
 		&corev1.ConfigMap{}: {
 			Namespaces: map[string]cache.Config{operatorNamespace: {}},
@@ -115,6 +117,8 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	}
 	cs.Profiles.SetFallback(cs.Fallback)
 	cs.Profiles.SetStatusRefresh(o.StatusRefreshInterval)
+	cs.Profiles.SetWorkers(o.ProfileWorkers)
+	cs.Enrollment.SetWorkers(o.EnrollmentWorkers)
 	cs.Profiles.SetEvents(d.Events)
 	cs.Cluster.SetResolver(d.Resolver)
 	cs.Namespaced.SetResolver(d.Resolver)

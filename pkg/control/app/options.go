@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/logging"
@@ -69,6 +70,12 @@ type Options struct {
 	// API through the API server's node proxy (get on nodes/proxy).
 	FallbackEphemeralStorage bool
 
+	// ProfileWorkers is how many WorkloadProfiles the profiles controller reconciles at
+	// once; EnrollmentWorkers how many pods the enrollment controller reconciles at once.
+	ProfileWorkers, EnrollmentWorkers int
+	// Profiling serves Go's pprof endpoints on the metrics endpoint.
+	Profiling bool
+
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
 }
@@ -107,6 +114,8 @@ func NewOptions() *Options {
 		PressureRaiseThreshold: 100 * resize.DefaultPressureThreshold,
 		PressureRaiseSustain:   resize.DefaultPressureSustain,
 		StatusRefreshInterval:  profiles.DefaultStatusRefresh,
+		ProfileWorkers:         profiles.DefaultWorkers,
+		EnrollmentWorkers:      enrollment.DefaultWorkers,
 	}
 }
 
@@ -147,6 +156,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
+	fs.IntVar(&o.ProfileWorkers, "profile-workers", o.ProfileWorkers, "how many WorkloadProfiles are recomputed at once (each waits mostly on the store and the API server)")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiling endpoints (/debug/pprof/) on the metrics endpoint, behind its authentication when --metrics-secure")
+	fs.IntVar(&o.EnrollmentWorkers, "enrollment-workers", o.EnrollmentWorkers, "how many pods are bound to their profiles at once")
 	fs.StringVar(&o.LogStdoutFields, "log-stdout-fields", o.LogStdoutFields, `JSON object of static fields added to every log line, e.g. {"cluster":"prod-eu"}`)
 }
 
@@ -184,6 +196,12 @@ func (o *Options) Validate() error {
 	}
 	if o.StatusRefreshInterval < 0 {
 		errs = append(errs, fmt.Errorf("--status-refresh-interval %v: must not be negative", o.StatusRefreshInterval))
+	}
+	if o.ProfileWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--profile-workers %d: must be at least 1", o.ProfileWorkers))
+	}
+	if o.EnrollmentWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--enrollment-workers %d: must be at least 1", o.EnrollmentWorkers))
 	}
 	if o.FallbackInterval < time.Second {
 		errs = append(errs, fmt.Errorf("--fallback-interval %v: must be at least 1s", o.FallbackInterval))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net/http"
+	"net/http/pprof"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
@@ -52,6 +54,18 @@ func ApplyCRDs(ctx context.Context, cfg *rest.Config) error {
 	return crds.Apply(ctx, dc, ms, ctrl.Log.WithName("apply-crds"))
 }
 
+// pprofHandlers are Go's profiling endpoints under /debug/pprof/ (--profiling), served by
+// the metrics server behind its authentication and authorization when --metrics-secure.
+func pprofHandlers() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
+}
+
 // App is a built control plane: the manager and the controllers registered with it.
 type App struct {
 	Manager     ctrl.Manager
@@ -79,6 +93,9 @@ func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App,
 	metricsOpts := metricsserver.Options{BindAddress: o.MetricsBindAddress, SecureServing: o.MetricsSecure, TLSOpts: tlsOpts}
 	if o.MetricsSecure {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if o.Profiling {
+		metricsOpts.ExtraHandlers = pprofHandlers()
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),

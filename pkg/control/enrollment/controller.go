@@ -38,7 +38,17 @@ type Controller struct {
 	events     *events.Recorder
 	sizedLimit *events.Limiter
 	sizedPods  sizedLog
+	// workers is how many pods are reconciled at once (at least 1).
+	workers int
 }
+
+// DefaultWorkers is the enrollment controller's default concurrency: a mass rollout binds
+// thousands of pods, each waiting on API writes (profile creation, identity, stamps).
+// Two pods of one new profile racing to create it is handled (AlreadyExists requeues).
+const DefaultWorkers = 8
+
+// SetWorkers sets how many pods are reconciled at once (before Register).
+func (c *Controller) SetWorkers(n int) { c.workers = n }
 
 // requeueSuppressed is how soon a stamp suppressed by the kill switch is retried (release
 // also re-enqueues every pod).
@@ -47,7 +57,7 @@ const requeueSuppressed = 30 * time.Second
 // New returns the enrollment controller. c reads from the cache and writes; live reads
 // pods from the API server; log is the watcher component's logger.
 func New(clk clock.PassiveClock, c client.Client, live client.Reader, state *config.State, r *resolve.Resolver, m *Metrics, log logr.Logger) *Controller {
-	return &Controller{clock: clk, client: c, live: live, state: state, resolver: r, metrics: m, log: log}
+	return &Controller{clock: clk, client: c, live: live, state: state, resolver: r, metrics: m, log: log, workers: DefaultWorkers}
 }
 
 // Gone handles a pod missing from the cache. The cache holds only labelled pods: a pod

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -54,6 +55,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("enrollment").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, c.workers)}).
 		For(&corev1.Pod{}).
 		WatchesRawSource(source.Channel(configChanged, all)).
 		Watches(&ballastv1.ClusterResourcePolicy{}, all, builder.WithPredicates(policyChange)).

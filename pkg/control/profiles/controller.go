@@ -56,12 +56,22 @@ type Controller struct {
 	// write of each profile.
 	refresh time.Duration
 	writes  lastWrites
+	// workers is how many profiles are reconciled at once (at least 1).
+	workers int
 }
+
+// DefaultWorkers is the profiles controller's default concurrency: a reconcile waits mostly
+// on the store and the API server, and one worker cannot recompute 10,000 profiles within
+// a one-minute sampling interval.
+const DefaultWorkers = 8
+
+// SetWorkers sets how many profiles are reconciled at once (before Register).
+func (c *Controller) SetWorkers(n int) { c.workers = n }
 
 // New returns the profiles controller; log is the collector component's logger.
 func New(clk clock.PassiveClock, c client.Client, state *config.State, r *resolve.Resolver, s Store, m *Metrics, log logr.Logger) *Controller {
 	return &Controller{clock: clk, client: c, state: state, resolver: r, store: s, metrics: m,
-		log: log.WithValues("controller", "profiles"), retry: 15 * time.Second}
+		log: log.WithValues("controller", "profiles"), retry: 15 * time.Second, workers: DefaultWorkers}
 }
 
 // Gone forgets the metrics of a profile that no longer exists.

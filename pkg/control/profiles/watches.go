@@ -4,12 +4,16 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -59,7 +63,8 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("profiles").
-		For(&ballastv1.WorkloadProfile{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, c.workers)}).
+		For(&ballastv1.WorkloadProfile{}, builder.WithPredicates(notOwnStatus)).
 		Watches(&corev1.Pod{}, podProfiles{}).
 		Watches(&ballastv1.ClusterResourcePolicy{}, all).
 		Watches(&ballastv1.ResourcePolicy{}, all).
@@ -67,6 +72,34 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(cfgChanged, all)).
 		Complete(reconciler.For(mgr.GetClient(), func() *ballastv1.WorkloadProfile { return &ballastv1.WorkloadProfile{} },
 			reconciler.Object[*ballastv1.WorkloadProfile](c)))
+}
+
+// notOwnStatus drops the update events of a profile whose change is only this controller's
+// own status write (everything but the identity fields the enrollment controller owns): the
+// profile was just computed and is requeued at its sampling interval anyway. Without it,
+// every status patch queued the profile again at once, and while agents keep flushing a
+// busy controller recomputed every profile back to back instead of once per interval.
+var notOwnStatus = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, okOld := e.ObjectOld.(*ballastv1.WorkloadProfile)
+	n, okNew := e.ObjectNew.(*ballastv1.WorkloadProfile)
+	if !okOld || !okNew {
+		return true
+	}
+	return !ownStatusOnly(o, n)
+}}
+
+// ownStatusOnly reports whether old and next differ at most in the status fields the
+// profiles controller writes (patch.go): same metadata that matters, same identity.
+func ownStatusOnly(old, next *ballastv1.WorkloadProfile) bool {
+	om, nm := &old.ObjectMeta, &next.ObjectMeta
+	if om.Generation != nm.Generation || !om.DeletionTimestamp.Equal(nm.DeletionTimestamp) ||
+		!equality.Semantic.DeepEqual(om.Labels, nm.Labels) || !equality.Semantic.DeepEqual(om.Annotations, nm.Annotations) ||
+		!equality.Semantic.DeepEqual(om.Finalizers, nm.Finalizers) || !equality.Semantic.DeepEqual(om.OwnerReferences, nm.OwnerReferences) {
+		return false
+	}
+	was, is := &old.Status, &next.Status
+	return was.MeasurementHash == is.MeasurementHash && equality.Semantic.DeepEqual(was.PolicyRef, is.PolicyRef) &&
+		equality.Semantic.DeepEqual(was.TupleLabels, is.TupleLabels) && equality.Semantic.DeepEqual(was.SelectorLabels, is.SelectorLabels)
 }
 
 func (c *Controller) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/recommend"
@@ -102,7 +103,7 @@ func (c *Controller) sweepGuards(ctx context.Context) {
 func (b *background) pollOOM(ctx context.Context) error {
 	c := b.c
 	profiles := &ballastv1.WorkloadProfileList{}
-	if err := c.client.List(ctx, profiles); err != nil {
+	if err := c.client.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil { // copied below when used
 		return err
 	}
 	now := c.now()
@@ -119,6 +120,7 @@ func (b *background) pollOOM(ctx context.Context) error {
 		if len(byKey) == 0 {
 			continue
 		}
+		wp = wp.DeepCopy() // the cache's object: a private copy for what follows
 		last, seen := b.last[hash]
 		recs, err := b.src.ReadOOM(ctx, hash, last)
 		if err != nil {

@@ -86,7 +86,7 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 	}
 	log := ctrl.LoggerFrom(ctx)
 	profiles := &ballastv1.WorkloadProfileList{}
-	if err := c.client.List(ctx, profiles); err != nil {
+	if err := c.client.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil { // copied below when used
 		return err
 	}
 	now := c.now()
@@ -104,6 +104,7 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 		if len(byKey) == 0 {
 			continue
 		}
+		wp = wp.DeepCopy() // the cache's object: a private copy for what follows
 		recs, err := w.src.ReadPressure(ctx, hash, w.last[hash])
 		if err != nil {
 			return fmt.Errorf("reading the pressure stream of %s: %w", wp.Name, err)

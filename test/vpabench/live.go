@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/test/harness"
+	"github.com/ballastk8s/ballast/test/sandbox"
+	"github.com/ballastk8s/ballast/test/simagent"
+)
+
+// LiveOptions size the live run (-mode ballast-live): the real ballast-control binary at
+// scale, its agents simulated in this process.
+type LiveOptions struct {
+	Nodes, Pods, Replicas int
+	// Rate is the pod creates per second of the churn phase (enrolled and baseline pods).
+	Rate int
+	// BaselineEvery makes every n-th create a baseline pod: not enrolled, so the webhook's
+	// object selector skips it.
+	BaselineEvery int
+	// Sampling is the MetricsSources' pollInterval: each profile is recomputed once per
+	// interval. Flush is the simulated agents' flush interval.
+	Sampling, Flush time.Duration
+	// HistoryWindows of 5 minutes are written per series before the cold pass (24 = 2 h).
+	HistoryWindows int
+	// Steady is how long the steady phase is watched.
+	Steady time.Duration
+	// ControlArgs are extra ballast-control flags.
+	ControlArgs []string
+}
+
+// LiveScale is the live run's result (scale-ballast-live.json).
+type LiveScale struct {
+	Nodes, Pods, BaselinePods, Profiles, Series int
+	SamplingInterval, FlushInterval             string
+	ControlArgs                                 []string
+	LoadAverage                                 []string // /proc/loadavg at the start, after the churn, at the end
+
+	// Churn: pods created through the API server, the webhook in the path of enrolled ones.
+	ChurnS, ChurnRate                                 float64 // wall time; achieved creates/s
+	CreateP50, CreateP99, CreateMax                   float64 // ms, enrolled pods
+	BaselineP50, BaselineP99, BaselineMax             float64 // ms, pods the webhook skips
+	CreateErrors                                      int
+	WebhookServerP50, WebhookServerP99, WebhookMeanMs float64 // ms, controller-runtime's webhook histogram over the churn (bucket bounds)
+	EnrolledS                                         float64 // churn start → every profile exists with its measurementHash
+
+	// Passes: every profile enqueued at once, until the queue drained.
+	HistoryWriteS          float64
+	ColdPassS, SteadyPassS float64
+
+	// Steady phase (the agents flushing, requeues at the sampling interval).
+	SteadyS                          float64
+	ReconcilesPerS, NeededPerS       float64 // profiles controller; profiles ÷ sampling interval
+	ReconcileMeanMs, QueueWaitMeanMs float64
+	ReconcileErrors                  float64
+	Workers                          float64
+	QueueDepthMax                    float64
+	StalestS, MedianAgeS             float64 // age of the profiles' newest usageStats.lastUpdated at the end
+	Unrecomputed                     int     // profiles without usage statistics at the end
+	ControlCPUCores                  float64 // ballast-control CPU-seconds ÷ steady wall seconds
+	ControlRSSMiB, ControlPeakMiB    float64 // at the end; VmHWM (the peak since start, churn included)
+	ValkeyOpsPerS                    float64
+	ValkeyUsedMiB, ValkeyRSSMiB      float64
+	WritesPerMin                     map[string]float64 // API-server writes by resource over the steady phase
+	FlushErrors, FlushesPerNode      int64
+}
+
+// liveMain runs the live scale bench and writes scale-ballast-live.json into dir.
+func liveMain(ctx context.Context, dir string, o LiveOptions) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	bin := filepath.Join(dir, "bin")
+	fmt.Printf("%s  building ballast-control into %s\n", now(), bin)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/ballast-control")
+	build.Dir, build.Stdout, build.Stderr = harness.RepoRoot(), os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return err
+	}
+	r, err := runLive(ctx, dir, filepath.Join(bin, "ballast-control"), o)
+	if r != nil {
+		out, _ := json.MarshalIndent(r, "", "  ")
+		fmt.Printf("\nscale (live ballast-control): %s\n", out)
+		if werr := os.WriteFile(filepath.Join(dir, "scale-ballast-live.json"), out, 0o644); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveScale, error) {
+	workloads := o.Pods / o.Replicas
+	r := &LiveScale{Nodes: o.Nodes, Pods: o.Pods, Profiles: workloads, Series: workloads * simagent.Containers * len(simagent.Resources),
+		SamplingInterval: o.Sampling.String(), FlushInterval: o.Flush.String(), ControlArgs: o.ControlArgs, WritesPerMin: map[string]float64{}}
+	r.LoadAverage = append(r.LoadAverage, loadavg())
+	s, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(dir, "sandbox"), Nodes: o.Nodes, System: sandbox.SystemBallast,
+		ControlBin: controlBin, Light: true, StaticNodes: true, SampleInterval: o.Sampling, Readiness: sandbox.DemoReadiness,
+		Progress: os.Stdout, ControlArgs: append([]string{"--log-level", "info"}, o.ControlArgs...),
+		// The bench creates the pods of each ReplicaSet itself (bound to their nodes), so the
+		// controllers that would create, adopt or collect them are off.
+		DisabledControllers: []string{"replicaset-controller", "deployment-controller", "garbage-collector-controller"}})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Stop()
+	ctl, err := newLiveCluster(ctx, s, o)
+	if err != nil {
+		return r, err
+	}
+	if err := ctl.createOwners(ctx); err != nil {
+		return r, err
+	}
+	m0, _ := ctl.scrape()
+	t0 := time.Now()
+	enrolled, baseline, errs := ctl.churn(ctx)
+	r.ChurnS = time.Since(t0).Seconds()
+	r.ChurnRate = float64(len(enrolled)+len(baseline)) / r.ChurnS
+	r.BaselinePods, r.CreateErrors = len(baseline), errs
+	r.CreateP50, r.CreateP99, r.CreateMax = quantiles(enrolled)
+	r.BaselineP50, r.BaselineP99, r.BaselineMax = quantiles(baseline)
+	m1, _ := ctl.scrape()
+	hook := map[string]string{"webhook": ballastv1.WebhookPath}
+	if d := bucketDelta(m1, m0, "controller_runtime_webhook_latency_seconds", hook); len(d) > 0 {
+		r.WebhookServerP50, r.WebhookServerP99 = 1000*bucketQuantile(d, 0.5), 1000*bucketQuantile(d, 0.99)
+	}
+	r.WebhookMeanMs = 1000 * meanDelta(m1, m0, "controller_runtime_webhook_latency_seconds", hook)
+	r.LoadAverage = append(r.LoadAverage, loadavg())
+	fmt.Printf("%s  churn: %d enrolled + %d baseline creates in %.0f s (%.0f/s); enrolled p50/p99 %.2f/%.2f ms, baseline %.2f/%.2f ms\n",
+		now(), len(enrolled), len(baseline), r.ChurnS, r.ChurnRate, r.CreateP50, r.CreateP99, r.BaselineP50, r.BaselineP99)
+
+	nodeHashes, err := ctl.waitEnrolled(ctx, workloads)
+	if err != nil {
+		return r, err
+	}
+	r.EnrolledS = time.Since(t0).Seconds()
+	fmt.Printf("%s  every profile has its measurementHash %.0f s after the churn began\n", now(), r.EnrolledS)
+
+	vc, err := store.Open(s.Valkey.URL())
+	if err != nil {
+		return r, err
+	}
+	defer vc.Close()
+	w, err := store.NewWriter(vc, series.DefaultLayout(24*time.Hour))
+	if err != nil {
+		return r, err
+	}
+	actx, stopAgents := context.WithCancel(ctx)
+	defer stopAgents()
+	var counters simagent.Counters
+	done := make(chan struct{}, len(nodeHashes))
+	i := 0
+	for node, hashes := range nodeHashes {
+		a := simagent.Agent{Node: node, Seed: uint64(i), Hashes: hashes, Every: o.Flush, Heartbeat: true}
+		i++
+		go func() { a.Run(actx, w, &counters); done <- struct{}{} }()
+	}
+	th := time.Now()
+	if err := simagent.History(ctx, w, ctl.hashes(), time.Now().UTC(), o.HistoryWindows, 1); err != nil {
+		return r, err
+	}
+	r.HistoryWriteS = time.Since(th).Seconds()
+	fmt.Printf("%s  agents of %d nodes flushing every %s; %d windows of history per series written in %.0f s\n",
+		now(), len(nodeHashes), o.Flush, o.HistoryWindows, r.HistoryWriteS)
+	if r.ColdPassS, err = ctl.pass(ctx, workloads); err != nil {
+		return r, err
+	}
+	fmt.Printf("%s  cold pass (every profile enqueued, backlog read): %.1f s\n", now(), r.ColdPassS)
+
+	if err := ctl.steady(ctx, r, o); err != nil {
+		return r, err
+	}
+	if r.SteadyPassS, err = ctl.pass(ctx, workloads); err != nil {
+		return r, err
+	}
+	fmt.Printf("%s  steady pass (every profile enqueued, agents flushing): %.1f s\n", now(), r.SteadyPassS)
+	stopAgents()
+	for range nodeHashes {
+		<-done
+	}
+	r.FlushErrors = counters.Errors.Load()
+	if len(nodeHashes) > 0 {
+		r.FlushesPerNode = counters.Flushes.Load() / int64(len(nodeHashes))
+	}
+	r.LoadAverage = append(r.LoadAverage, loadavg())
+	return r, nil
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return time.Now().UTC().Format("15:04") + " " + strings.Join(f[:3], " ")
+}
