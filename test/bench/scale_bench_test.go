@@ -16,6 +16,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	profilesctl "github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
@@ -41,7 +42,9 @@ type ScaleResult struct {
 	WindowBytesPerSeries            float64 // of that: windows still open
 	ProfileKeyBytesPerSeries        float64 // of that: per-profile keys (index, pending set, rollup set, epoch)
 	UsedMemoryPerSeries             float64 // used_memory growth ÷ series (allocator and server overhead included)
-	StatusChangesPerCycle           int     // median number of profiles whose status changed materially in a steady cycle
+	StatusChangesPerCycle           int     // mean number of profiles whose status changed materially in a steady cycle
+	StatusWritesPerMin              float64 // status writes per minute the controller makes under the default --status-refresh-interval
+	StatusWritesPerMinEveryChange   float64 // the same at --status-refresh-interval=0 (every material change)
 	PeakRSSMiB                      float64 // the bench process: reader, compute and the simulated agents
 	ValkeyRSSMiB                    float64 // used_memory_rss at the end
 	FlushInterval                   string
@@ -83,9 +86,11 @@ func BenchmarkScale(b *testing.B) {
 	adapter := store.NewProfileReader(srv.Valkey.URL())
 	defer adapter.Close()
 	compiled := benchPolicy(b)
-	digests := make([]string, profiles)
+	// What the profiles controller would write: at every material change (refresh 0, the
+	// behaviour before --status-refresh-interval) and under the default refresh.
+	every, bounded := newStatusBook(profiles, 0), newStatusBook(profiles, profilesctl.DefaultStatusRefresh)
 	cpu0 := valkeyCPU(b, c)
-	d, _ := scaleCycle(b, adapter, compiled, hashes, digests, now)
+	d := scaleCycle(b, adapter, compiled, hashes, now, every, bounded)
 	res.ColdCycleS = d.Seconds()
 	res.ColdValkeyCPUS = valkeyCPU(b, c) - cpu0
 	// After the cold cycle compacted the closed windows into rollups, as in steady state.
@@ -121,21 +126,23 @@ func BenchmarkScale(b *testing.B) {
 	// The controller recomputes each profile once per sampling interval (10 s here): one
 	// cycle per flush interval, or back to back when a cycle takes longer.
 	var cycles []float64
-	var changes []int
+	w0, b0 := every.writes.Load(), bounded.writes.Load()
 	for time.Since(t0) < steady || len(cycles) < 2 {
 		next := time.Now().Add(flushEvery)
-		d, changed := scaleCycle(b, adapter, compiled, hashes, digests, time.Now().UTC())
-		cycles, changes = append(cycles, d.Seconds()), append(changes, changed)
+		d := scaleCycle(b, adapter, compiled, hashes, time.Now().UTC(), every, bounded)
+		cycles = append(cycles, d.Seconds())
 		time.Sleep(time.Until(next))
 	}
-	slices.Sort(changes)
-	res.StatusChangesPerCycle = changes[len(changes)/2]
+	mins := time.Since(t0).Minutes()
+	res.StatusChangesPerCycle = int(float64(every.writes.Load()-w0) / float64(len(cycles)))
+	res.StatusWritesPerMin = float64(bounded.writes.Load()-b0) / mins
+	res.StatusWritesPerMinEveryChange = float64(every.writes.Load()-w0) / mins
 	res.TotalOpsPerS = float64(ops()-o0) / time.Since(t0).Seconds()
 	res.SteadyValkeyCPU = (valkeyCPU(b, c) - cpu0) / time.Since(t0).Seconds()
 	// A control-plane restart: a new reader with an empty cache, while the agents flush.
 	restarted := store.NewProfileReader(srv.Valkey.URL())
 	cpu0 = valkeyCPU(b, c)
-	d, _ = scaleCycle(b, restarted, compiled, hashes, make([]string, profiles), time.Now().UTC())
+	d = scaleCycle(b, restarted, compiled, hashes, time.Now().UTC())
 	res.RestartCycleS, res.RestartValkeyCPUS = d.Seconds(), valkeyCPU(b, c)-cpu0
 	restarted.Close()
 	stop()
@@ -160,14 +167,13 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
-// scaleCycle is one profile cycle over every hash; it returns its wall time and how many
-// profiles' computed status changed materially since the previous cycle (digests).
-func scaleCycle(b *testing.B, adapter *store.ProfileReader, compiled *policy.Compiled, hashes, digests []string, now time.Time) (time.Duration, int) {
+// scaleCycle is one profile cycle over every hash; it returns its wall time. Each book
+// records the statuses the controller would write.
+func scaleCycle(b *testing.B, adapter *store.ProfileReader, compiled *policy.Compiled, hashes []string, now time.Time, books ...*statusBook) time.Duration {
 	ctx := context.Background()
 	start := time.Now()
 	work := make(chan int)
 	var wg sync.WaitGroup
-	var changed atomic.Int64
 	for i := 0; i < cycleWorkers; i++ {
 		wg.Add(1)
 		go func() {
@@ -180,9 +186,8 @@ func scaleCycle(b *testing.B, adapter *store.ProfileReader, compiled *policy.Com
 				}
 				out := recommend.Compute(recommend.Input{Now: now, Policy: compiled, Retention: ballastv1.DefaultRetentionWindow,
 					SamplingInterval: 10 * time.Second, Containers: s.Containers, PodSeries: s.Pod, OOMs: s.OOMs})
-				if d := digest(out); d != digests[i] {
-					digests[i] = d
-					changed.Add(1)
+				for _, sb := range books {
+					sb.observe(i, out, now)
 				}
 			}
 		}()
@@ -192,25 +197,35 @@ func scaleCycle(b *testing.B, adapter *store.ProfileReader, compiled *policy.Com
 	}
 	close(work)
 	wg.Wait()
-	return time.Since(start), int(changed.Load())
+	return time.Since(start)
 }
 
-// digest is the material part of a computed status (what the controller's patch compares:
-// everything but lastUpdated).
-func digest(r recommend.Result) string {
-	cs := slices.Clone(r.Containers)
-	for i := range cs {
-		cs[i].UsageStats = slices.Clone(cs[i].UsageStats)
-		for j := range cs[i].UsageStats {
-			cs[i].UsageStats[j].LastUpdated = nil
-		}
+// statusBook follows, for every profile, the status the controller would have stored under
+// one --status-refresh-interval, and counts the writes its rule (profiles.ShouldWriteStatus)
+// makes.
+type statusBook struct {
+	refresh time.Duration
+	stored  []*ballastv1.WorkloadProfileStatus
+	last    []time.Time
+	writes  atomic.Int64
+}
+
+func newStatusBook(profiles int, refresh time.Duration) *statusBook {
+	return &statusBook{refresh: refresh, stored: make([]*ballastv1.WorkloadProfileStatus, profiles), last: make([]time.Time, profiles)}
+}
+
+// observe records profile i's computation at now; only profile i's worker calls it.
+func (sb *statusBook) observe(i int, out recommend.Result, now time.Time) {
+	old := sb.stored[i]
+	if old == nil {
+		old = &ballastv1.WorkloadProfileStatus{}
 	}
-	b, _ := json.Marshal(struct {
-		C []ballastv1.ContainerProfile
-		S string
-		M bool
-	}{cs, r.State, r.MeetsThreshold})
-	return string(b)
+	next := old.DeepCopy()
+	out.ApplyTo(next)
+	if write, _ := profilesctl.ShouldWriteStatus(old, next, sb.last[i], now, sb.refresh); write || sb.stored[i] == nil {
+		sb.stored[i], sb.last[i] = next, now
+		sb.writes.Add(1)
+	}
 }
 
 func benchPolicy(b *testing.B) *policy.Compiled {

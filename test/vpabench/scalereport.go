@@ -23,6 +23,12 @@ type ballastScale struct {
 	WindowBytesPerSeries          float64
 	ProfileKeyBytesPerSeries      float64
 	StatusChangesPerCycle         int
+	StatusWritesPerMin            float64
+	StatusWritesPerMinEveryChange float64
+	ColdValkeyCPUS                float64
+	RestartCycleS                 float64
+	AgentValkeyCPU                float64
+	SteadyValkeyCPU               float64
 	PeakRSSMiB, ValkeyRSSMiB      float64
 	FlushInterval                 string
 }
@@ -112,7 +118,8 @@ func scaleMarkdown(b *ballastScale, a *ballastAdmission, v *VPAScale, o ScaleOpt
 	}
 	fmt.Fprintf(&s, "| cold cycle | %s | %s |\n",
 		bv(func(b *ballastScale) string {
-			return fmt.Sprintf("%.1f s (2 h backlog read and compacted)", b.ColdCycleS)
+			return fmt.Sprintf("%.1f s with a 2 h backlog read and compacted (Valkey CPU %.1f s); %.1f s for a restart once compacted",
+				b.ColdCycleS, b.ColdValkeyCPUS, b.RestartCycleS)
 		}), first)
 	all := fmt.Sprintf("not within the window (%d of %d)", v.RecommendedAtEnd, v.VPAs)
 	if v.AllRecommendedS >= 0 {
@@ -130,7 +137,8 @@ func scaleMarkdown(b *ballastScale, a *ballastAdmission, v *VPAScale, o ScaleOpt
 	fmt.Fprintf(&s, "| webhook latency at 200 AdmissionReviews/s | %s | p50 %.2f / p99 %.2f ms |\n", adm, v.WebhookP50, v.WebhookP99)
 	fmt.Fprintf(&s, "| store ops/s | %s | no store (state in memory, checkpoints in the API) |\n",
 		bv(func(b *ballastScale) string {
-			return fmt.Sprintf("Valkey %.0f/s (agents alone %.0f/s)", b.TotalOpsPerS, b.AgentOpsPerS)
+			return fmt.Sprintf("Valkey %.0f/s, %.0f %% of its core (agents alone %.0f/s, %.0f %%)",
+				b.TotalOpsPerS, 100*b.SteadyValkeyCPU, b.AgentOpsPerS, 100*b.AgentValkeyCPU)
 		}))
 	fmt.Fprintf(&s, "| bytes per series / per container state | %s | %.0f B per checkpoint object (one per container) in etcd |\n",
 		bv(func(b *ballastScale) string {
@@ -143,8 +151,8 @@ func scaleMarkdown(b *ballastScale, a *ballastAdmission, v *VPAScale, o ScaleOpt
 		}), v.ControlRSSMiB, rssList(v.RSS))
 	fmt.Fprintf(&s, "| API-server writes per minute | %s | %s |\n",
 		bv(func(b *ballastScale) string {
-			return fmt.Sprintf("%d profile status patches per cycle ⇒ %d/min at a 60 s sampling interval, %d/min at 10 s",
-				b.StatusChangesPerCycle, b.StatusChangesPerCycle, 6*b.StatusChangesPerCycle)
+			return fmt.Sprintf("%.0f profile status writes/min at the default --status-refresh-interval 1m (%.0f/min writing every material change; sampling every 10 s)",
+				b.StatusWritesPerMin, b.StatusWritesPerMinEveryChange)
 		}), writesList(v.WritesPerMin))
 	fmt.Fprintf(&s, "\nDeploying %d Deployments + VPAs until every pod ran took %.0f s.\n", v.VPAs, v.DeployS)
 	return s.String()
