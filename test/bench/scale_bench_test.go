@@ -48,6 +48,7 @@ type ScaleResult struct {
 	PeakRSSMiB                      float64 // the bench process: reader, compute and the simulated agents
 	ValkeyRSSMiB                    float64 // used_memory_rss at the end
 	FlushInterval                   string
+	Workers                         int // profiles computed at once (the controller's --profile-workers)
 	FlushErrors, FlushesPerNodeDone int64
 }
 
@@ -78,7 +79,7 @@ func BenchmarkScale(b *testing.B) {
 		hashes[i] = fmt.Sprintf("%016x", uint64(i+7)*0x9e3779b97f4a7c15)
 	}
 	res := ScaleResult{Nodes: nodes, Pods: pods, Profiles: profiles, Series: profiles * cycleContainers * len(cycleResources),
-		FlushInterval: flushEvery.String()}
+		FlushInterval: flushEvery.String(), Workers: envInt("BALLAST_SCALE_WORKERS", cycleWorkers)}
 	mem0 := usedMemory(b, c)
 	now := time.Now().UTC()
 	writeHistory(b, w, hashes, now, 24, 1.0)
@@ -174,7 +175,7 @@ func scaleCycle(b *testing.B, adapter *store.ProfileReader, compiled *policy.Com
 	start := time.Now()
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for i := 0; i < cycleWorkers; i++ {
+	for i := 0; i < envInt("BALLAST_SCALE_WORKERS", cycleWorkers); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
