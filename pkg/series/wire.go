@@ -2,9 +2,11 @@ package series
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -38,14 +40,18 @@ const (
 	OpMax      Op = '>' // keep the larger number
 )
 
+// statOps is the table StatOps returns; Decode reads it on every window, so it is built once.
+var statOps = map[string]Op{
+	FieldCount: OpAdd, FieldSum: OpAddFloat, FieldSumSquares: OpAddFloat,
+	FieldMin: OpMin, FieldMax: OpMax, FieldFirst: OpMin, FieldLast: OpMax,
+	FieldFallbackCount: OpAdd, FieldFallbackResolution: OpMax,
+}
+
 // StatOps maps every non-bucket field to its op. Fields not listed are bucket counters,
-// combined with OpAdd. The store builds its server-side merge from this table.
+// combined with OpAdd. The store builds its server-side merge from this table. The map is a
+// copy the caller may keep.
 func StatOps() map[string]Op {
-	return map[string]Op{
-		FieldCount: OpAdd, FieldSum: OpAddFloat, FieldSumSquares: OpAddFloat,
-		FieldMin: OpMin, FieldMax: OpMax, FieldFirst: OpMin, FieldLast: OpMax,
-		FieldFallbackCount: OpAdd, FieldFallbackResolution: OpMax,
-	}
+	return maps.Clone(statOps)
 }
 
 // WindowUpdate is one locally aggregated window of one series, ready to be added to the
@@ -129,17 +135,19 @@ func Decode(fields map[string]string) (*Histogram, error) {
 	if len(fields) == 0 {
 		return h, nil
 	}
-	ops := StatOps()
+	ops := statOps
 	h.Buckets = make(map[int32]int64, len(fields))
 	var total int64
+	lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
 	for f, v := range fields {
 		if _, ok := ops[f]; ok {
 			continue
 		}
 		i, err := strconv.ParseInt(f, 10, 32)
-		if err != nil || !validBucket(int32(i)) || strconv.FormatInt(i, 10) != f {
+		if err != nil || !validBucket(int32(i)) || !canonicalInt(f) {
 			return nil, fmt.Errorf("decoding histogram: unknown field %q", f)
 		}
+		lo, hi = min(lo, int32(i)), max(hi, int32(i))
 		c, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || c < 1 {
 			return nil, fmt.Errorf("decoding histogram: bucket %s count %q is not a positive integer", f, v)
@@ -181,11 +189,17 @@ func Decode(fields map[string]string) (*Histogram, error) {
 	if h.Lo > h.Hi || h.FirstUnix > h.LastUnix {
 		return nil, fmt.Errorf("decoding histogram: min %v > max %v or first %d > last %d", h.Lo, h.Hi, h.FirstUnix, h.LastUnix)
 	}
-	idx := sortedBuckets(h.Buckets)
-	if BucketIndex(h.Lo) != idx[0] || BucketIndex(h.Hi) != idx[len(idx)-1] {
-		return nil, fmt.Errorf("decoding histogram: min %v or max %v lies outside the buckets %d..%d", h.Lo, h.Hi, idx[0], idx[len(idx)-1])
+	if BucketIndex(h.Lo) != lo || BucketIndex(h.Hi) != hi {
+		return nil, fmt.Errorf("decoding histogram: min %v or max %v lies outside the buckets %d..%d", h.Lo, h.Hi, lo, hi)
 	}
 	return h, nil
+}
+
+// canonicalInt reports whether s, which strconv.ParseInt accepted, is in the form
+// strconv.FormatInt writes: no sign but a leading '-', no leading zeros, no "-0".
+func canonicalInt(s string) bool {
+	d := strings.TrimPrefix(s, "-")
+	return d != "" && d[0] != '+' && (d[0] != '0' || s == "0")
 }
 
 func parseInt(s, name string, err *error) int64 {

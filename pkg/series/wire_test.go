@@ -244,3 +244,24 @@ func TestWindowUpdateValidate(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDecode decodes a window as the reader gets it from HGETALL: 30 samples over ~20
+// buckets.
+func BenchmarkDecode(b *testing.B) {
+	t0 := time.Unix(1_700_000_000, 0)
+	h := &Histogram{}
+	for i := 0; i < 30; i++ {
+		_ = h.Add(float64(100+(i*7)%50)*1_000_001, t0.Add(time.Duration(i)*10*time.Second))
+	}
+	wire := h.WireFields()
+	fields := map[string]string{}
+	for i := 0; i < len(wire); i += 2 {
+		fields[wire[i]] = wire[i+1]
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(fields); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
