@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/recommend"
@@ -102,25 +101,9 @@ func (c *Controller) sweepGuards(ctx context.Context) {
 // are not.
 func (b *background) pollOOM(ctx context.Context) error {
 	c := b.c
-	profiles := &ballastv1.WorkloadProfileList{}
-	if err := c.client.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil { // copied below when used
-		return err
-	}
 	now := c.now()
-	for i := range profiles.Items {
-		wp := &profiles.Items[i]
+	return eachResizeProfile(ctx, c.client, func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error {
 		hash := wp.Status.MeasurementHash
-		if hash == "" {
-			continue
-		}
-		byKey, err := runningResizePods(ctx, c.client, wp)
-		if err != nil {
-			return err
-		}
-		if len(byKey) == 0 {
-			continue
-		}
-		wp = wp.DeepCopy() // the cache's object: a private copy for what follows
 		last, seen := b.last[hash]
 		recs, err := b.src.ReadOOM(ctx, hash, last)
 		if err != nil {
@@ -140,8 +123,8 @@ func (b *background) pollOOM(ctx context.Context) error {
 				delete(b.retry, p.UID)
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // raise raises the killed container's memory limit to the OOM bump (max(peak × 1.2,

@@ -85,26 +85,10 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	profiles := &ballastv1.WorkloadProfileList{}
-	if err := c.client.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil { // copied below when used
-		return err
-	}
 	now := c.now()
 	defer w.tracker.prune(now, pressureKeep)
-	for i := range profiles.Items {
-		wp := &profiles.Items[i]
+	return eachResizeProfile(ctx, c.client, func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error {
 		hash := wp.Status.MeasurementHash
-		if hash == "" {
-			continue
-		}
-		byKey, err := runningResizePods(ctx, c.client, wp)
-		if err != nil {
-			return err
-		}
-		if len(byKey) == 0 {
-			continue
-		}
-		wp = wp.DeepCopy() // the cache's object: a private copy for what follows
 		recs, err := w.src.ReadPressure(ctx, hash, w.last[hash])
 		if err != nil {
 			return fmt.Errorf("reading the pressure stream of %s: %w", wp.Name, err)
@@ -137,8 +121,8 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 				// Settling or failed: the next reading of the run tries again.
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -35,6 +35,34 @@ func memoryRaise(pod *corev1.Pod, ctr *corev1.Container, lim, newLim resource.Qu
 	return ch, sizing.QoS(pod), sizing.QoS(after)
 }
 
+// eachResizeProfile calls f for every WorkloadProfile with a measurementHash and running
+// resize-mode pods (runningResizePods, by pod name), with a private copy of the profile:
+// the list reads the cache's own objects, which the polls, every second over every
+// profile, must not copy wholesale. It stops at f's first error.
+func eachResizeProfile(ctx context.Context, c client.Reader, f func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error) error {
+	profiles := &ballastv1.WorkloadProfileList{}
+	if err := c.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	for i := range profiles.Items {
+		wp := &profiles.Items[i]
+		if wp.Status.MeasurementHash == "" {
+			continue
+		}
+		byKey, err := runningResizePods(ctx, c, wp)
+		if err != nil {
+			return err
+		}
+		if len(byKey) == 0 {
+			continue
+		}
+		if err := f(wp.DeepCopy(), byKey); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // runningResizePods returns the Running, not terminating, resize-mode pods of profile wp by
 // namespace/name: the pods the fast raises (OOM, pressure) may act on.
 func runningResizePods(ctx context.Context, c client.Reader, wp *ballastv1.WorkloadProfile) (map[string]*corev1.Pod, error) {
