@@ -141,7 +141,8 @@ return res
 // changes it — and only then adds the delta to the rollup and deletes the windows, all in one
 // atomic step. A group whose windows changed is skipped and stays pending for the next read,
 // so no sample is ever lost or counted twice, and Valkey's one thread never parses a window
-// twice. It also drops pending entries whose window expired, and, when it compacted
+// twice. It also drops pending entries whose window expired (rebuilding the pending set in
+// its compact encoding once a backlog has drained), and, when it compacted
 // anything, bumps the epoch and drops expired entries from the rollup set and the index.
 //
 //	KEYS[1] epoch  KEYS[2] pending set  KEYS[3] rollup set  KEYS[4] series index
@@ -198,7 +199,17 @@ while k <= #KEYS do
   k = k + 1 + nw
 end
 if #dels > 0 then redis.call('DEL', unpack(dels)) end
-if #srems > 0 then redis.call('SREM', KEYS[2], unpack(srems)) end
+if #srems > 0 then
+  redis.call('SREM', KEYS[2], unpack(srems))
+  -- A pending set that outgrew the compact encoding (a backlog) keeps its hash table once
+  -- it shrinks: rebuild it when it is small again.
+  if redis.call('SCARD', KEYS[2]) <= 32 and redis.call('OBJECT', 'ENCODING', KEYS[2]) == 'hashtable' then
+    local left = redis.call('SMEMBERS', KEYS[2])
+    redis.call('DEL', KEYS[2])
+    redis.call('SADD', KEYS[2], unpack(left))
+    redis.call('EXPIRE', KEYS[2], ARGV[2])
+  end
+end
 local after = before
 if compacted > 0 then
   redis.call('ZADD', KEYS[3], unpack(zadd))

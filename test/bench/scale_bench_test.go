@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,12 +129,14 @@ func BenchmarkScale(b *testing.B) {
 	// cycle per flush interval, or back to back when a cycle takes longer.
 	var cycles []float64
 	w0, b0 := every.writes.Load(), bounded.writes.Load()
+	stopProfile := cpuProfile(b, os.Getenv("BALLAST_SCALE_CPUPROFILE"))
 	for time.Since(t0) < steady || len(cycles) < 2 {
 		next := time.Now().Add(flushEvery)
 		d := scaleCycle(b, adapter, compiled, hashes, time.Now().UTC(), every, bounded)
 		cycles = append(cycles, d.Seconds())
 		time.Sleep(time.Until(next))
 	}
+	stopProfile()
 	mins := time.Since(t0).Minutes()
 	res.StatusChangesPerCycle = int(float64(every.writes.Load()-w0) / float64(len(cycles)))
 	res.StatusWritesPerMin = float64(bounded.writes.Load()-b0) / mins
@@ -238,6 +241,21 @@ func benchPolicy(b *testing.B) *policy.Compiled {
 	compiled, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "bench", 1, spec)
 	must(b, err)
 	return compiled
+}
+
+// cpuProfile writes a CPU profile of the steady cycles (agents included) to path, when set;
+// the returned function ends it.
+func cpuProfile(b *testing.B, path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	must(b, err)
+	must(b, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		must(b, f.Close())
+	}
 }
 
 func usedMemory(b *testing.B, c *store.Client) int64 { return infoInt(b, c, "memory", "used_memory") }

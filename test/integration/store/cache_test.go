@@ -239,3 +239,50 @@ func TestLateFlushDuringCompaction(t *testing.T) {
 		}
 	})
 }
+
+// TestPendingSetAfterBacklog: a backlog (here 6 h of windows no reader folded) pushes the
+// pending set past Valkey's compact set encoding; once the backlog is compacted the set is
+// rebuilt compact, so it does not keep a hash table sized for the backlog for the rest of
+// its life.
+func TestPendingSetAfterBacklog(t *testing.T) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
+		l := series.DefaultLayout(168 * time.Hour)
+		p := newProfile()
+		ids := seriesOf(p)
+		now := time.Now()
+		r := rand.New(rand.NewPCG(6, 6))
+		want := history(t, ctx, mustWriter(t, c, l), l, ids, now, 6*time.Hour, r)
+		key := series.PendingKey(p)
+		encoding := func() string {
+			t.Helper()
+			enc, err := c.Raw().Do(ctx, c.Raw().B().ObjectEncoding().Key(key).Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return enc
+		}
+		if enc := encoding(); enc != "hashtable" {
+			t.Fatalf("pending set of %d windows is %q, want the backlog to have made it a hashtable", 73*len(ids), enc)
+		}
+		got, err := mustReader(t, c, l).Read(ctx, p, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("read after the backlog: (-want +got):\n%s", diff)
+		}
+		if enc := encoding(); enc != "listpack" {
+			t.Errorf("pending set after compaction is %q, want listpack", enc)
+		}
+		if ttl := pttl(t, ctx, c, key); ttl <= 0 || ttl > l.TTL() {
+			t.Errorf("pending set TTL after its rebuild: %v, want (0, %v]", ttl, l.TTL())
+		}
+		members, err := c.Raw().Do(ctx, c.Raw().B().Scard().Key(key).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if open := int64(openWindows(l, now) * len(ids)); members != open {
+			t.Errorf("pending set holds %d windows after compaction, want the %d open ones", members, open)
+		}
+	})
+}
