@@ -1,8 +1,8 @@
 package recommend
 
 import (
-	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,19 +25,27 @@ func FormatStat(res string, v float64) string {
 	if res == ResourceCPU {
 		return resource.NewMilliQuantity(truncInt64(v), resource.DecimalSI).String()
 	}
+	// strconv's 'f' format is what %.2f prints, without fmt's per-call machinery (five
+	// statistics per series, every cycle).
 	switch {
 	case v >= gib:
-		return fmt.Sprintf("%.2fGi", v/gib)
+		return fixed(v/gib, 2, "Gi")
 	case v >= mib:
-		return fmt.Sprintf("%.2fMi", v/mib)
+		return fixed(v/mib, 2, "Mi")
 	default:
-		return fmt.Sprintf("%.2fKi", v/kib)
+		return fixed(v/kib, 2, "Ki")
 	}
+}
+
+// fixed renders v with prec decimals followed by unit.
+func fixed(v float64, prec int, unit string) string {
+	var buf [32]byte
+	return string(append(strconv.AppendFloat(buf[:0], v, 'f', prec, 64), unit...))
 }
 
 // FormatCV renders a coefficient of variation with three decimals.
 func FormatCV(cv float64) string {
-	return fmt.Sprintf("%.3f", cv)
+	return fixed(cv, 3, "")
 }
 
 // FormatTimeSpan renders a time span as a Go duration rounded to whole seconds ("24h5m0s");

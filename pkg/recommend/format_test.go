@@ -1,7 +1,9 @@
 package recommend
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -148,5 +150,23 @@ func TestSummary(t *testing.T) {
 	}
 	if got := Summary(nil); got != "-" {
 		t.Errorf("Summary(nil) = %q, want -", got)
+	}
+}
+
+// TestFixedMatchesPrintf: the strconv rendering of the statistics prints what %.2f and %.3f
+// print, for ordinary, huge, tiny and non-finite values.
+func TestFixedMatchesPrintf(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	values := []float64{0, 0.005, 0.0049999, 1.005, 2.675, 1e21, 123456789.125, math.Inf(1), math.NaN()}
+	for range 2000 {
+		values = append(values, r.ExpFloat64()*math.Pow(10, float64(r.IntN(12))))
+	}
+	for _, v := range values {
+		if got, want := fixed(v, 2, "Mi"), fmt.Sprintf("%.2fMi", v); got != want {
+			t.Errorf("fixed(%v, 2) = %q, want %q", v, got, want)
+		}
+		if got, want := FormatCV(v), fmt.Sprintf("%.3f", v); got != want {
+			t.Errorf("FormatCV(%v) = %q, want %q", v, got, want)
+		}
 	}
 }

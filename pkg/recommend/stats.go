@@ -25,6 +25,12 @@ type Stats struct {
 	LastUpdated time.Time
 }
 
+// multiQuantile is a Distribution that computes several percentiles in one pass
+// (series.Histogram); each value equals Quantile's.
+type multiQuantile interface {
+	Quantiles(ps ...float64) []float64
+}
+
 // StatsOf computes the statistics of d at now. A nil or empty distribution yields zero
 // statistics with LastUpdated = now.
 func StatsOf(d Distribution, now time.Time) Stats {
@@ -37,11 +43,16 @@ func StatsOf(d Distribution, now time.Time) Stats {
 	if span := d.LastSeen().Sub(d.FirstSeen()); span > 0 {
 		s.TimeSpan = span
 	}
-	s.P50 = d.Quantile(50)
-	s.P75 = d.Quantile(75)
-	s.P90 = d.Quantile(90)
-	s.P95 = d.Quantile(95)
-	s.P99 = d.Quantile(99)
+	if q, ok := d.(multiQuantile); ok {
+		v := q.Quantiles(50, 75, 90, 95, 99)
+		s.P50, s.P75, s.P90, s.P95, s.P99 = v[0], v[1], v[2], v[3], v[4]
+	} else {
+		s.P50 = d.Quantile(50)
+		s.P75 = d.Quantile(75)
+		s.P90 = d.Quantile(90)
+		s.P95 = d.Quantile(95)
+		s.P99 = d.Quantile(99)
+	}
 	s.Max = d.Max()
 	s.Sum = d.Sum()
 	fn := float64(n)

@@ -186,3 +186,36 @@ func (h *Histogram) Quantile(p float64) float64 {
 	}
 	return h.Hi // only when the buckets hold fewer than N samples, which Decode rejects
 }
+
+// Quantiles returns Quantile(p) for every p of ps, in ps's order, sorting the buckets once
+// (a profile's statistics take five percentiles of each series).
+func (h *Histogram) Quantiles(ps ...float64) []float64 {
+	out := make([]float64, len(ps))
+	if h.N == 0 {
+		return out
+	}
+	idx := make([]int32, 0, len(h.Buckets))
+	for i := range h.Buckets {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	cum := make([]int64, len(idx))
+	var seen int64
+	for k, i := range idx {
+		seen += h.Buckets[i]
+		cum[k] = seen
+	}
+	for j, p := range ps {
+		rank := Rank(p, h.N)
+		if rank == 0 {
+			continue
+		}
+		k, _ := slices.BinarySearch(cum, rank) // the first bucket whose running count reaches rank
+		if k == len(cum) {
+			out[j] = h.Hi
+			continue
+		}
+		out[j] = min(BucketUpper(idx[k]), h.Hi)
+	}
+	return out
+}

@@ -104,7 +104,7 @@ func TestAdd(t *testing.T) {
 		t.Errorf("seen %v..%v, want %v..%v", h.FirstSeen(), h.LastSeen(), t0, t0.Add(2*time.Second))
 	}
 	var empty Histogram
-	if !empty.FirstSeen().IsZero() || !empty.LastSeen().IsZero() || empty.Max() != 0 || empty.Quantile(50) != 0 {
+	if !empty.FirstSeen().IsZero() || !empty.LastSeen().IsZero() || empty.Max() != 0 || empty.Quantile(50) != 0 || empty.Quantiles(50)[0] != 0 {
 		t.Errorf("empty histogram reports data: %+v", empty)
 	}
 }
@@ -156,11 +156,15 @@ func TestQuantileProperty(t *testing.T) {
 				if h.Count() != int64(n) || h.Max() != xs[n-1] || h.Min() != xs[0] {
 					t.Fatalf("n=%d: count %d max %v min %v, want %d %v %v", n, h.Count(), h.Max(), h.Min(), n, xs[n-1], xs[0])
 				}
-				for _, p := range percentiles {
+				all := h.Quantiles(percentiles...)
+				for j, p := range percentiles {
 					exact := xs[Rank(p, int64(n))-1]
 					got := h.Quantile(p)
 					if got < exact || got > exact*1.02 {
 						t.Fatalf("n=%d p%v = %v, exact nearest rank %v: outside [exact, exact×1.02]", n, p, got, exact)
+					}
+					if all[j] != got {
+						t.Fatalf("n=%d: Quantiles gives p%v = %v, Quantile %v", n, p, all[j], got)
 					}
 				}
 			}
