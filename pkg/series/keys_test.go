@@ -1,6 +1,7 @@
 package series
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -186,22 +187,23 @@ func TestWindowStart(t *testing.T) {
 
 func TestLayout(t *testing.T) {
 	cases := map[string]struct {
-		retention  time.Duration
-		wantRollup time.Duration
+		retention              time.Duration
+		wantWindow, wantRollup time.Duration
 	}{
-		"default retention":  {0, 24 * time.Hour},
-		"a week":             {168 * time.Hour, 24 * time.Hour},
-		"four days":          {96 * time.Hour, 24 * time.Hour},
-		"one day":            {24 * time.Hour, 6 * time.Hour},
-		"two hours":          {2 * time.Hour, 15 * time.Minute},
-		"half an hour":       {30 * time.Minute, 5 * time.Minute},
-		"shorter than rules": {10 * time.Minute, 5 * time.Minute},
+		"default retention":  {0, 15 * time.Minute, 24 * time.Hour},
+		"a week":             {168 * time.Hour, 15 * time.Minute, 24 * time.Hour},
+		"four days":          {96 * time.Hour, 15 * time.Minute, 24 * time.Hour},
+		"one day":            {24 * time.Hour, 15 * time.Minute, 6 * time.Hour},
+		"two hours":          {2 * time.Hour, 15 * time.Minute, 15 * time.Minute},
+		"one hour":           {time.Hour, 15 * time.Minute, 15 * time.Minute},
+		"half an hour":       {30 * time.Minute, 5 * time.Minute, 5 * time.Minute},
+		"shorter than rules": {10 * time.Minute, 5 * time.Minute, 5 * time.Minute},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			l := DefaultLayout(tc.retention)
-			if l.Rollup != tc.wantRollup {
-				t.Errorf("rollup = %v, want %v", l.Rollup, tc.wantRollup)
+			if l.Window != tc.wantWindow || l.Rollup != tc.wantRollup {
+				t.Errorf("window, rollup = %v, %v, want %v, %v", l.Window, l.Rollup, tc.wantWindow, tc.wantRollup)
 			}
 			if err := l.Validate(); (err == nil) != (4*l.Rollup <= l.Retention) {
 				t.Errorf("Validate = %v", err)
@@ -213,7 +215,7 @@ func TestLayout(t *testing.T) {
 	if got, want := l.TTL(), 169*time.Hour; got != want {
 		t.Errorf("TTL = %v, want %v", got, want)
 	}
-	if got, want := l.WindowExpiry(start), start.Add(5*time.Minute+169*time.Hour); !got.Equal(want) {
+	if got, want := l.WindowExpiry(start), start.Add(15*time.Minute+169*time.Hour); !got.Equal(want) {
 		t.Errorf("WindowExpiry = %v, want %v", got, want)
 	}
 	if got := l.RollupStart(start); got.Unix()%86400 != 0 || start.Sub(got) >= 24*time.Hour || got.After(start) {
@@ -221,6 +223,23 @@ func TestLayout(t *testing.T) {
 	}
 	if l.Closed(start, start.Add(l.Window+l.Grace)) || !l.Closed(start, start.Add(l.Window+l.Grace+time.Second)) {
 		t.Error("a window must close Grace after its end")
+	}
+	// Folding waits for the profile's delay after the close; the delays of many profiles
+	// spread over a quarter of the window.
+	seen := map[time.Duration]bool{}
+	for i := range 2000 {
+		p := fmt.Sprintf("%016x", i)
+		d := l.FoldDelay(p)
+		if d < 0 || d >= l.Window/4 || d%time.Second != 0 || d != l.FoldDelay(p) {
+			t.Fatalf("FoldDelay(%s) = %v, want a stable whole second in [0, %v)", p, d, l.Window/4)
+		}
+		seen[d/time.Minute] = true
+		if l.Folds(p, start, start.Add(l.Window+l.Grace+d)) || !l.Folds(p, start, start.Add(l.Window+l.Grace+d+time.Second)) {
+			t.Fatalf("profile %s: a window must fold its delay %v after it closes", p, d)
+		}
+	}
+	if len(seen) != int(l.Window/4/time.Minute)+1 && len(seen) != int(l.Window/4/time.Minute) {
+		t.Errorf("fold delays fall in %d of the minutes of [0, %v)", len(seen), l.Window/4)
 	}
 	bad := map[string]func(*Layout){
 		"window not whole seconds": func(l *Layout) { l.Window = 1500 * time.Millisecond },

@@ -2,12 +2,19 @@ package series
 
 import (
 	"fmt"
+	"hash/fnv"
 	"time"
 )
 
 // Defaults of a Layout.
 const (
-	DefaultWindow    = 5 * time.Minute
+	// DefaultWindow is the window width of retention windows of an hour or more; shorter
+	// ones use ShortWindow. A window is the unit the control plane folds into rollups, so its
+	// width sets how many hashes a backlog leaves to fold (4 per series-hour) and how often
+	// every series' window closes; open windows are read whole every cycle whatever their
+	// width.
+	DefaultWindow    = 15 * time.Minute
+	ShortWindow      = 5 * time.Minute
 	DefaultRetention = 168 * time.Hour
 	DefaultSlack     = time.Hour
 	DefaultGrace     = 2 * time.Minute
@@ -44,18 +51,23 @@ type Layout struct {
 var rollupChoices = []time.Duration{24 * time.Hour, 6 * time.Hour, time.Hour, 15 * time.Minute}
 
 // DefaultLayout returns the default layout for a retention window (≤ 0 means
-// DefaultRetention): 5-minute windows, and the largest of 24h, 6h, 1h and 15m rollups that
-// fits four times into the retention, else the window width.
+// DefaultRetention): 15-minute windows (5-minute ones for a retention under an hour), and
+// the largest of 24h, 6h, 1h and 15m rollups that fits four times into the retention, else
+// the window width.
 func DefaultLayout(retention time.Duration) Layout {
 	if retention <= 0 {
 		retention = DefaultRetention
 	}
+	window := DefaultWindow
+	if 4*window > retention {
+		window = ShortWindow
+	}
 	l := Layout{
-		Window: DefaultWindow, Rollup: DefaultWindow, Retention: retention,
+		Window: window, Rollup: window, Retention: retention,
 		Slack: DefaultSlack, Grace: DefaultGrace, OOMMaxLen: DefaultOOMMaxLen,
 	}
 	for _, r := range rollupChoices {
-		if 4*r <= retention {
+		if 4*r <= retention && r%window == 0 {
 			l.Rollup = r
 			break
 		}
@@ -123,4 +135,26 @@ func (l Layout) Cutoff(now time.Time) time.Time { return now.Add(-l.Retention) }
 // than Grace in the past, so writers are done with it except for late flushes.
 func (l Layout) Closed(start, now time.Time) bool {
 	return start.Add(l.Window + l.Grace).Before(now)
+}
+
+// Folds reports whether the control plane folds profile's window starting at start into
+// its rollup at now: once it is closed and the profile's fold delay has passed too. Every
+// series' window closes at the same boundary; the delay, fixed per profile and spread over
+// a quarter of the window width, spreads the folding of a cluster's windows over the
+// cycles that follow instead of the first one. Until then the window is read as an open
+// one.
+func (l Layout) Folds(profile string, start, now time.Time) bool {
+	return start.Add(l.Window + l.Grace + l.FoldDelay(profile)).Before(now)
+}
+
+// FoldDelay is profile's share of the fold spread: a whole number of seconds in
+// [0, Window/4), from a hash of the profile.
+func (l Layout) FoldDelay(profile string) time.Duration {
+	spread := uint32(l.Window / 4 / time.Second)
+	if spread == 0 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(profile))
+	return time.Duration(h.Sum32()%spread) * time.Second
 }

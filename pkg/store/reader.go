@@ -282,7 +282,6 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		}
 	}
 	l := r.layout
-	closedBefore := now.Add(-(l.Window + l.Grace))
 	open := map[string]cachedHist{}
 	var gone []string
 	groups := map[string]*compactGroup{}
@@ -307,7 +306,7 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 			return false, fmt.Errorf("reading window %s of %s: %w", m, profile, err)
 		}
 		c := cachedHist{id: id, start: start, hist: h}
-		if !start.Before(closedBefore) {
+		if !l.Folds(profile, start, now) {
 			open[m] = c
 			continue
 		}

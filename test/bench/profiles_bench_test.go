@@ -46,10 +46,10 @@ func BenchmarkProfileCycle(b *testing.B) {
 	for i := range hashes {
 		hashes[i] = fmt.Sprintf("%016x", uint64(i)*0x9e3779b97f4a7c15)
 	}
-	// History: two hours of 5-minute windows at 10 s sampling (30 samples each) per series.
+	// History: two hours of windows at 10 s sampling per series.
 	t0 := time.Now()
-	writeHistory(b, w, hashes, now, 24, 1.0)
-	b.Logf("wrote %d series × 24 windows in %s", cycleProfiles*cycleContainers*len(cycleResources), time.Since(t0).Round(time.Millisecond))
+	writeHistory(b, w, hashes, now, 2*time.Hour, 1.0)
+	b.Logf("wrote %d series × 2 h in %s", cycleProfiles*cycleContainers*len(cycleResources), time.Since(t0).Round(time.Millisecond))
 
 	adapter := store.NewProfileReader(srv.Valkey.URL())
 	defer adapter.Close()
@@ -93,8 +93,8 @@ func BenchmarkProfileCycle(b *testing.B) {
 	b.ResetTimer()
 	d1, c1 := cycle(now)
 	// 10 % of the series get one new window of samples.
-	later := now.Add(10 * time.Minute)
-	writeHistory(b, w, hashes, later, 1, 0.1)
+	later := now.Add(2 * layout.Window)
+	writeHistory(b, w, hashes, later, layout.Window, 0.1)
 	d2, c2 := cycle(later.Add(time.Second))
 	d3, c3 := cycle(later.Add(2 * time.Second)) // nothing new
 	b.StopTimer()
@@ -113,8 +113,8 @@ func BenchmarkProfileCycle(b *testing.B) {
 }
 
 // writeHistory writes windows ending at end for a fraction of the series.
-func writeHistory(b *testing.B, w *store.Writer, hashes []string, end time.Time, windows int, fraction float64) {
-	must(b, simagent.History(context.Background(), w, hashes, end, windows, fraction))
+func writeHistory(b *testing.B, w *store.Writer, hashes []string, end time.Time, backlog time.Duration, fraction float64) {
+	must(b, simagent.History(context.Background(), w, hashes, end, backlog, fraction))
 }
 
 // rssMiB is the process's peak resident set (VmHWM).

@@ -83,7 +83,7 @@ func BenchmarkScale(b *testing.B) {
 		FlushInterval: flushEvery.String(), Workers: envInt("BALLAST_SCALE_WORKERS", cycleWorkers)}
 	mem0 := usedMemory(b, c)
 	now := time.Now().UTC()
-	writeHistory(b, w, hashes, now, 24, 1.0)
+	writeHistory(b, w, hashes, now, 2*time.Hour, 1.0)
 
 	adapter := store.NewProfileReader(srv.Valkey.URL())
 	defer adapter.Close()

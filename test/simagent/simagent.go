@@ -98,10 +98,13 @@ func sample(ri, noise int) float64 {
 	return float64(100*(ri+1)+noise) * float64(1+ri*1000000)
 }
 
-// History writes windows (5 min each, 30 samples at 10 s) ending at end for every
-// fraction-th hash's series, in batches.
-func History(ctx context.Context, w *store.Writer, hashes []string, end time.Time, windows int, fraction float64) error {
+// History writes the windows (series.DefaultWindow wide, one sample per 10 s) of backlog
+// ending at end for every fraction-th hash's series, in batches.
+func History(ctx context.Context, w *store.Writer, hashes []string, end time.Time, backlog time.Duration, fraction float64) error {
 	every := int(1 / fraction)
+	window := series.DefaultWindow
+	windows := max(int((backlog+window-1)/window), 1)
+	samples := int(window / (10 * time.Second))
 	var batch []series.WindowUpdate
 	for i, hash := range hashes {
 		if i%every != 0 {
@@ -110,9 +113,9 @@ func History(ctx context.Context, w *store.Writer, hashes []string, end time.Tim
 		for cn := 0; cn < Containers; cn++ {
 			for ri, res := range Resources {
 				for k := 0; k < windows; k++ {
-					start := series.WindowStart(end.Add(-time.Duration(k)*series.DefaultWindow), series.DefaultWindow)
+					start := series.WindowStart(end.Add(-time.Duration(k)*window), window)
 					hist := &series.Histogram{}
-					for s := 0; s < 30; s++ {
+					for s := 0; s < samples; s++ {
 						_ = hist.Add(sample(ri, (i+s+k)%50), start.Add(time.Duration(s)*10*time.Second))
 					}
 					batch = append(batch, series.WindowUpdate{Series: series.SeriesID{Profile: hash,

@@ -30,8 +30,8 @@ type LiveOptions struct {
 	// Sampling is the MetricsSources' pollInterval: each profile is recomputed once per
 	// interval. Flush is the simulated agents' flush interval.
 	Sampling, Flush time.Duration
-	// HistoryWindows of 5 minutes are written per series before the cold pass (24 = 2 h).
-	HistoryWindows int
+	// History is the backlog written per series before the cold pass.
+	History time.Duration
 	// Steady is how long the steady phase is watched.
 	Steady time.Duration
 	// ControlArgs are extra ballast-control flags.
@@ -164,12 +164,12 @@ func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveS
 		go func() { a.Run(actx, w, &counters); done <- struct{}{} }()
 	}
 	th := time.Now()
-	if err := simagent.History(ctx, w, ctl.hashes(), time.Now().UTC(), o.HistoryWindows, 1); err != nil {
+	if err := simagent.History(ctx, w, ctl.hashes(), time.Now().UTC(), o.History, 1); err != nil {
 		return r, err
 	}
 	r.HistoryWriteS = time.Since(th).Seconds()
-	fmt.Printf("%s  agents of %d nodes flushing every %s; %d windows of history per series written in %.0f s\n",
-		now(), len(nodeHashes), o.Flush, o.HistoryWindows, r.HistoryWriteS)
+	fmt.Printf("%s  agents of %d nodes flushing every %s; %s of history per series written in %.0f s\n",
+		now(), len(nodeHashes), o.Flush, o.History, r.HistoryWriteS)
 	if r.ColdPassS, err = ctl.pass(ctx, workloads); err != nil {
 		return r, err
 	}

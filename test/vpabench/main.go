@@ -45,7 +45,7 @@ func main() {
 	flag.IntVar(&lo.BaselineEvery, "baseline-every", 10, "ballast-live: every n-th create is a baseline pod the webhook skips")
 	flag.DurationVar(&lo.Sampling, "sampling", time.Minute, "ballast-live: the MetricsSources' pollInterval (each profile is recomputed once per interval)")
 	flag.DurationVar(&lo.Flush, "flush", 10*time.Second, "ballast-live: the simulated agents' flush interval")
-	flag.IntVar(&lo.HistoryWindows, "history-windows", 24, "ballast-live: 5-minute windows of history per series before the cold pass")
+	flag.DurationVar(&lo.History, "history", 2*time.Hour, "ballast-live: history written per series before the cold pass")
 	flag.DurationVar(&lo.Steady, "steady", 4*time.Minute, "ballast-live: how long the steady phase is measured")
 	controlArgs := flag.String("control-args", "", "ballast-live: extra ballast-control flags, space-separated")
 	flag.Parse()

@@ -93,11 +93,11 @@ func TestOfferSkipsWrittenAndHeld(t *testing.T) {
 func TestWindowUpdates(t *testing.T) {
 	pts := []point{reading(0), reading(10), reading(400)}
 	pts[1].Containers["istio-proxy"] = usage{MilliCPU: 5, MemoryBytes: 2 << 20}
-	ups := windowUpdates("abc123", pts, map[string]bool{"app": true}, 5*time.Minute)
+	l := series.DefaultLayout(30 * time.Minute) // 5-minute windows
+	ups := windowUpdates("abc123", pts, map[string]bool{"app": true}, l.Window)
 	if len(ups) != 4 { // app cpu+memory in two windows; the unknown container is skipped
 		t.Fatalf("%d updates, want 4", len(ups))
 	}
-	l := series.DefaultLayout(0)
 	for _, u := range ups {
 		if err := u.Validate(l); err != nil {
 			t.Error(err)

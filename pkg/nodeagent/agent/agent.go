@@ -66,7 +66,7 @@ type Agent struct {
 func newAgent(o *Options, reg *prometheus.Registry) *Agent {
 	a := &Agent{
 		o: o, log: ctrl.Log.WithName("ballast-node"), now: time.Now, reg: reg,
-		buf:      buffer.New(series.DefaultWindow, buffer.Limits{Filed: o.BufferMaxWindows, Pending: o.PendingMaxWindows}),
+		buf:      buffer.New(series.DefaultLayout(ballastv1.DefaultRetentionWindow).Window, buffer.Limits{Filed: o.BufferMaxWindows, Pending: o.PendingMaxWindows}),
 		st:       newState(),
 		store:    &storeConn{lazy: store.NewLazyConfig(o.StoreConfig()), redact: o.StoreConfig().Redactor()},
 		oomq:     &oomQueue{},

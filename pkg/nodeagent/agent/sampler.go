@@ -74,6 +74,7 @@ func (a *Agent) regroup(groups map[time.Duration]*group, snap discovery.Snapshot
 		paused, pods = "BallastConfig ballast not found: nothing is measured (SPEC §2.1)", nil
 	}
 	a.retention.Store(int64(snap.Retention))
+	a.buf.SetWindow(a.layout().Window)
 	a.setPods(pods, snap.Capacity, paused, now)
 	by := map[time.Duration][]discovery.Pod{}
 	for _, p := range pods {

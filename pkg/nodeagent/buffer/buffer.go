@@ -100,9 +100,8 @@ type Limits struct {
 
 // Buffer holds histograms waiting to be written. Safe for concurrent use.
 type Buffer struct {
-	window time.Duration
-
 	mu      sync.Mutex
+	window  time.Duration
 	seq     uint64
 	filed   *tier
 	pending *tier
@@ -117,19 +116,27 @@ func New(window time.Duration, lim Limits) *Buffer {
 		dropped: map[string]int64{}, droppedSamples: map[string]int64{}}
 }
 
+// SetWindow sets the width of the windows later samples go into (the layout follows
+// BallastConfig's retentionWindow); windows already held keep theirs.
+func (b *Buffer) SetWindow(window time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.window = window
+}
+
 // Add records sample v of series s taken at at: under hash when it is known, else pending
 // under pod. It returns series.ErrInvalidValue (wrapped) for a value no histogram takes.
 func (b *Buffer) Add(hash, pod string, s Series, v float64, at time.Time) error {
 	if err := series.CheckValue(v); err != nil {
 		return err
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	k := key{hash: hash, s: s, start: series.WindowStart(at, b.window).Unix()}
 	t := b.filed
 	if hash == "" {
 		k.pod, t = pod, b.pending
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	e := b.entryLocked(t, k)
 	_ = e.h.Add(v, at) // checked above
 	b.enforceLocked(t)
@@ -228,9 +235,9 @@ func (b *Buffer) PendingPods() []string {
 // Expire drops every window (filed or pending) whose end plus ttl lies before now: the
 // store would expire it at once.
 func (b *Buffer) Expire(now time.Time, ttl time.Duration) int {
-	cutoff := now.Add(-ttl - b.window).Unix()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	cutoff := now.Add(-ttl - b.window).Unix()
 	n := 0
 	for _, t := range []*tier{b.filed, b.pending} {
 		for k := range t.entries {

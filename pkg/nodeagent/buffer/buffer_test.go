@@ -10,7 +10,11 @@ import (
 	"github.com/ballastk8s/ballast/pkg/series"
 )
 
-const hash = "0123456789abcdef"
+const (
+	hash = "0123456789abcdef"
+	// testWindow is the window width these tests are written for.
+	testWindow = 5 * time.Minute
+)
 
 var (
 	t0  = time.Unix(1_800_000_000, 0).UTC() // a window boundary (divisible by 300)
@@ -43,7 +47,7 @@ func summarize(ups []series.WindowUpdate) []summary {
 }
 
 func TestSamplesAggregateIntoWindows(t *testing.T) {
-	b := New(series.DefaultWindow, Limits{Filed: 100, Pending: 100})
+	b := New(testWindow, Limits{Filed: 100, Pending: 100})
 	for i := range 10 {
 		add(t, b, hash, "uid", cpu, float64(100+i), t0.Add(time.Duration(i)*time.Second))
 	}
@@ -52,10 +56,14 @@ func TestSamplesAggregateIntoWindows(t *testing.T) {
 	if s := b.Stats(); s.Filed != 3 || s.Pending != 0 {
 		t.Fatalf("stats %+v", s)
 	}
+	// A wider window (BallastConfig's retention changed the layout) takes later samples.
+	b.SetWindow(15 * time.Minute)
+	add(t, b, hash, "uid", mem, 7<<20, t0.Add(10*time.Minute))
 	got := summarize(b.Take(0))
 	want := []summary{
 		{hash + "//ephemeral-storage/usage", t0.Unix(), 1, 42, 42},
 		{hash + "/app/cpu/usage", t0.Unix(), 10, 100, 109},
+		{hash + "/app/memory/usage", t0.Unix(), 1, 7 << 20, 7 << 20},
 		{hash + "/app/cpu/usage", t0.Add(5 * time.Minute).Unix(), 1, 500, 500},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -70,7 +78,7 @@ func TestSamplesAggregateIntoWindows(t *testing.T) {
 }
 
 func TestTakeAtMostOldestFirst(t *testing.T) {
-	b := New(series.DefaultWindow, Limits{Filed: 100, Pending: 100})
+	b := New(testWindow, Limits{Filed: 100, Pending: 100})
 	add(t, b, hash, "", cpu, 1, t0.Add(10*time.Minute))
 	add(t, b, hash, "", cpu, 1, t0)
 	add(t, b, hash, "", mem, 1, t0.Add(5*time.Minute))
@@ -84,7 +92,7 @@ func TestTakeAtMostOldestFirst(t *testing.T) {
 }
 
 func TestPendingSamplesAreFiledUnderTheHash(t *testing.T) {
-	b := New(series.DefaultWindow, Limits{Filed: 100, Pending: 100})
+	b := New(testWindow, Limits{Filed: 100, Pending: 100})
 	add(t, b, "", "uid-1", mem, 10, t0)
 	add(t, b, "", "uid-1", mem, 20, t0.Add(time.Second))
 	add(t, b, "", "uid-2", mem, 99, t0)
@@ -114,7 +122,7 @@ func TestPendingSamplesAreFiledUnderTheHash(t *testing.T) {
 }
 
 func TestFullBufferDropsTheOldestWindowFirst(t *testing.T) {
-	b := New(series.DefaultWindow, Limits{Filed: 3, Pending: 2})
+	b := New(testWindow, Limits{Filed: 3, Pending: 2})
 	old := t0
 	cur := t0.Add(5 * time.Minute)
 	add(t, b, hash, "", cpu, 1, old)
@@ -150,7 +158,7 @@ func TestFullBufferDropsTheOldestWindowFirst(t *testing.T) {
 }
 
 func TestReturnedWindowsMergeAndCountAgainstTheBound(t *testing.T) {
-	b := New(series.DefaultWindow, Limits{Filed: 2, Pending: 2})
+	b := New(testWindow, Limits{Filed: 2, Pending: 2})
 	add(t, b, hash, "", cpu, 10, t0)
 	add(t, b, hash, "", mem, 10, t0)
 	failed := b.Take(0) // the flush fails
@@ -174,7 +182,7 @@ func TestReturnedWindowsMergeAndCountAgainstTheBound(t *testing.T) {
 }
 
 func TestExpireAndReject(t *testing.T) {
-	b := New(series.DefaultWindow, Limits{Filed: 10, Pending: 10})
+	b := New(testWindow, Limits{Filed: 10, Pending: 10})
 	add(t, b, hash, "", cpu, 1, t0)
 	add(t, b, "", "uid", cpu, 1, t0)
 	add(t, b, hash, "", cpu, 1, t0.Add(time.Hour))
@@ -190,7 +198,7 @@ func TestExpireAndReject(t *testing.T) {
 }
 
 func TestWindowsCopiesForTheDebugView(t *testing.T) {
-	b := New(series.DefaultWindow, Limits{Filed: 10, Pending: 10})
+	b := New(testWindow, Limits{Filed: 10, Pending: 10})
 	add(t, b, hash, "", cpu, 5, t0)
 	add(t, b, "", "uid", mem, 7, t0)
 	ws := b.Windows()

@@ -68,7 +68,7 @@ type dayResult struct{ raw, windows, hist float64 }
 
 func measureDays(b *testing.B, ctx context.Context, c *store.Client, days int, gen func(*rand.Rand, time.Time) float64) dayResult {
 	const nSeries, interval = 4, 10 * time.Second
-	// Two weeks of retention keep every simulated window alive; the layout (5m windows,
+	// Two weeks of retention keep every simulated window alive; the layout (15m windows,
 	// daily rollups) is the default one.
 	l := series.DefaultLayout(14 * 24 * time.Hour)
 	compacted, uncompacted := newProfile(), newProfile()
@@ -99,7 +99,7 @@ func measureDays(b *testing.B, ctx context.Context, c *store.Client, days int, g
 			b.Fatal(err)
 		}
 		if end := start.Add(l.Window); end.Unix()%3600 == 0 { // the control plane reads (at least) hourly
-			if _, err := rd.Read(ctx, compacted, end.Add(l.Grace+time.Second)); err != nil {
+			if _, err := rd.Read(ctx, compacted, end.Add(l.Grace+l.FoldDelay(compacted)+time.Second)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -34,11 +34,12 @@ func history(t *testing.T, ctx context.Context, w *store.Writer, l series.Layout
 	return want
 }
 
-// openWindows counts the windows of the last hour that are still open at now.
-func openWindows(l series.Layout, now time.Time) int {
+// openWindows counts the windows of the last hour that profile's reader still reads as
+// open at now (not yet folded).
+func openWindows(l series.Layout, profile string, now time.Time) int {
 	n := 0
 	for start := series.WindowStart(now.Add(-time.Hour), l.Window); !start.After(now); start = start.Add(l.Window) {
-		if !l.Closed(start, now) {
+		if !l.Folds(profile, start, now) {
 			n++
 		}
 	}
@@ -80,7 +81,7 @@ func TestReaderCache(t *testing.T) {
 		if cold.Reloads != 1 || cold.Compacted == 0 {
 			t.Errorf("cold read: %+v, want one load and compaction of the closed windows", cold)
 		}
-		open := int64(openWindows(l, now) * len(ids))
+		open := int64(openWindows(l, p, now) * len(ids))
 		// Warm: one round trip, no script: GET of the epoch, SMEMBERS of the pending set, an
 		// HGETALL of each window the last read found open, GET of the epoch again.
 		wantWarm := store.ReaderStats{Commands: 3 + open, RoundTrips: 1, WindowsRead: open}
@@ -191,12 +192,12 @@ func TestLateFlushDuringCompaction(t *testing.T) {
 		now := time.Now()
 		r := rand.New(rand.NewPCG(6, 6))
 		w := mustWriter(t, c, l)
-		want := history(t, ctx, w, l, ids, now, 30*time.Minute, r)
+		want := history(t, ctx, w, l, ids, now, 90*time.Minute, r)
 		before := map[series.SeriesID]*series.Histogram{}
 		for id, h := range want {
 			before[id] = h.Clone()
 		}
-		closed := series.WindowStart(now.Add(-20*time.Minute), l.Window)
+		closed := series.WindowStart(now.Add(-60*time.Minute), l.Window)
 		late := window(t, r, closed, 4, gen(ids[0]))
 		want[ids[0]].Merge(late)
 		rd := mustReader(t, c, l)
@@ -230,7 +231,7 @@ func TestLateFlushDuringCompaction(t *testing.T) {
 			}
 		}
 		closedWindows := 0
-		for s := series.WindowStart(now.Add(-30*time.Minute), l.Window); l.Closed(s, now); s = s.Add(l.Window) {
+		for s := series.WindowStart(now.Add(-90*time.Minute), l.Window); l.Folds(p, s, now); s = s.Add(l.Window) {
 			closedWindows++
 		}
 		if total := rd.Stats().Compacted; skippedFold >= int64(closedWindows*len(ids)) || total != int64(closedWindows*len(ids)) {
@@ -240,7 +241,7 @@ func TestLateFlushDuringCompaction(t *testing.T) {
 	})
 }
 
-// TestPendingSetAfterBacklog: a backlog (here 6 h of windows no reader folded) pushes the
+// TestPendingSetAfterBacklog: a backlog (here 12 h of windows no reader folded) pushes the
 // pending set past Valkey's compact set encoding; once the backlog is compacted the set is
 // rebuilt compact, so it does not keep a hash table sized for the backlog for the rest of
 // its life.
@@ -251,7 +252,7 @@ func TestPendingSetAfterBacklog(t *testing.T) {
 		ids := seriesOf(p)
 		now := time.Now()
 		r := rand.New(rand.NewPCG(6, 6))
-		want := history(t, ctx, mustWriter(t, c, l), l, ids, now, 6*time.Hour, r)
+		want := history(t, ctx, mustWriter(t, c, l), l, ids, now, 12*time.Hour, r)
 		key := series.PendingKey(p)
 		encoding := func() string {
 			t.Helper()
@@ -262,7 +263,7 @@ func TestPendingSetAfterBacklog(t *testing.T) {
 			return enc
 		}
 		if enc := encoding(); enc != "hashtable" {
-			t.Fatalf("pending set of %d windows is %q, want the backlog to have made it a hashtable", 73*len(ids), enc)
+			t.Fatalf("pending set of 12 h of windows is %q, want the backlog to have made it a hashtable", enc)
 		}
 		got, err := mustReader(t, c, l).Read(ctx, p, now)
 		if err != nil {
@@ -281,7 +282,7 @@ func TestPendingSetAfterBacklog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if open := int64(openWindows(l, now) * len(ids)); members != open {
+		if open := int64(openWindows(l, p, now) * len(ids)); members != open {
 			t.Errorf("pending set holds %d windows after compaction, want the %d open ones", members, open)
 		}
 	})

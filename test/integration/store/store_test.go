@@ -137,7 +137,7 @@ func mustWriter(t *testing.T, c *store.Client, l series.Layout) *store.Writer {
 // ones count, and every key carries an expiry at its data's end plus retention plus slack.
 func TestRetention(t *testing.T) {
 	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, url string) {
-		l := series.DefaultLayout(4 * time.Hour) // 5m windows, 1h rollups, TTL 5h
+		l := series.DefaultLayout(4 * time.Hour) // 15m windows, 1h rollups, TTL 5h
 		p := newProfile()
 		id := seriesOf(p)[0]
 		now := time.Now()
@@ -164,9 +164,11 @@ func TestRetention(t *testing.T) {
 			key      string
 			min, max time.Duration
 		}{
-			"expired window":  {series.WindowKey(id, starts["expired before written"]), -2, -2},
-			"old window":      {series.WindowKey(id, starts["stored, not retained"]), 20 * time.Minute, 40 * time.Minute},
-			"open window":     {series.WindowKey(id, starts["retained, open"]), 5 * time.Hour, 5*time.Hour + 5*time.Minute},
+			"expired window": {series.WindowKey(id, starts["expired before written"]), -2, -2},
+			// A window expires TTL after its end: its start lies within one window width of
+			// the time it was placed at.
+			"old window":      {series.WindowKey(id, starts["stored, not retained"]), 30*time.Minute - time.Second, 30*time.Minute + l.Window},
+			"open window":     {series.WindowKey(id, starts["retained, open"]), 5*time.Hour - time.Second, 5*time.Hour + l.Window},
 			"series index":    {series.IndexKey(p), 5*time.Hour - time.Minute, 5 * time.Hour},
 			"pending windows": {series.PendingKey(p), 5*time.Hour - time.Minute, 5 * time.Hour},
 		}
