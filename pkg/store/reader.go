@@ -331,7 +331,20 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 	if r.beforeCompact != nil {
 		r.beforeCompact()
 	}
-	calls := r.compactCalls(profile, gone, order, groups, now)
+	cutoff := l.Cutoff(now)
+	for _, rm := range order {
+		// The cache holds every stored rollup that starts within the retention window (load
+		// reads them all, compactions add theirs, and another reader's compaction moves the
+		// epoch), so for those the new rollup is the cached one plus the windows.
+		if g := groups[rm]; !g.start.Before(cutoff) {
+			g.full = g.delta
+			if c, ok := pc.rollups[rm]; ok {
+				g.full = c.hist.Clone()
+				g.full.Merge(g.delta)
+			}
+		}
+	}
+	calls := r.compactCalls(profile, pc.epoch, gone, order, groups, now)
 	replies, sent := compactScript.run(ctx, r.c, calls)
 	r.count(sent, len(calls))
 	current, expect := true, pc.epoch
@@ -345,6 +358,9 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		}
 		expect = cr.after
 		for m, c := range cr.rolled {
+			if g := groups[m]; g != nil && g.full != nil {
+				c.hist = g.full // written whole: the script sent nothing back
+			}
 			pc.rollups[m] = c
 		}
 		for _, m := range cr.skipped {
@@ -372,11 +388,16 @@ type compactGroup struct {
 	start       time.Time
 	windows     []compactWindow
 	delta       *series.Histogram
+	// full is the whole new rollup (the cached one plus delta) when the reader knows the
+	// stored one; nil when only the delta can be sent.
+	full *series.Histogram
 }
 
 // compactCalls builds the compactScript calls: the expired members go with the first call;
 // groups are packed up to syncBatch windows per call, a larger group alone in its call.
-func (r *Reader) compactCalls(profile string, gone, order []string, groups map[string]*compactGroup, now time.Time) []scriptCall {
+// epoch is the epoch the first call expects; each call that compacts bumps it, so the
+// next one expects one more.
+func (r *Reader) compactCalls(profile string, epoch int64, gone, order []string, groups map[string]*compactGroup, now time.Time) []scriptCall {
 	l := r.layout
 	header := []string{
 		strconv.FormatInt(int64((l.Rollup + l.TTL()).Seconds()), 10),
@@ -387,9 +408,10 @@ func (r *Reader) compactCalls(profile string, gone, order []string, groups map[s
 	newCall := func(gone []string) scriptCall {
 		c := scriptCall{
 			keys: []string{series.EpochKey(profile), series.PendingKey(profile), series.RollupsKey(profile), series.IndexKey(profile)},
-			args: append(slices.Clone(header), strconv.Itoa(len(gone))),
+			args: append(slices.Clone(header), strconv.FormatInt(epoch, 10), strconv.Itoa(len(gone))),
 		}
 		c.args = append(c.args, gone...)
+		epoch++
 		return c
 	}
 	var calls []scriptCall
@@ -400,13 +422,17 @@ func (r *Reader) compactCalls(profile string, gone, order []string, groups map[s
 			calls = append(calls, call)
 			call, windows = newCall(nil), 0
 		}
+		form, sent := "d", g.delta
+		if g.full != nil {
+			form, sent = "f", g.full
+		}
 		call.keys = append(call.keys, g.key)
-		call.args = append(call.args, g.member, strconv.FormatInt(g.start.Unix(), 10), strconv.Itoa(len(g.windows)))
+		call.args = append(call.args, g.member, strconv.FormatInt(g.start.Unix(), 10), form, strconv.Itoa(len(g.windows)))
 		for _, w := range g.windows {
 			call.keys = append(call.keys, series.WindowKeyOf(profile, w.member))
 			call.args = append(call.args, w.member, w.count)
 		}
-		fields := g.delta.WireFields()
+		fields := sent.WireFields()
 		call.args = append(call.args, strconv.Itoa(len(fields)/2))
 		call.args = append(call.args, fields...)
 		windows += len(g.windows)

@@ -136,40 +136,53 @@ return res
 `)
 
 // compactScript folds closed windows into their rollups. The reader has already read the
-// windows and merged each rollup's share in Go (the delta); the script checks that every
-// window still holds the count the reader saw — a late flush or another reader's compaction
-// changes it — and only then adds the delta to the rollup and deletes the windows, all in one
-// atomic step. A group whose windows changed is skipped and stays pending for the next read,
-// so no sample is ever lost or counted twice, and Valkey's one thread never parses a window
-// twice. It also drops pending entries whose window expired (rebuilding the pending set in
-// its compact encoding once a backlog has drained), and, when it compacted
-// anything, bumps the epoch and drops expired entries from the rollup set and the index.
+// windows and merged each rollup's share in Go; the script checks that every window still
+// holds the count the reader saw — a late flush or another reader's compaction changes it —
+// and only then writes the rollup and deletes the windows, all in one atomic step. A group
+// whose windows changed is skipped and stays pending for the next read, so no sample is ever
+// lost or counted twice, and Valkey's one thread never parses a window twice.
+//
+// A group comes in one of two forms. 'f' (full) carries the whole new rollup: the reader
+// merged the rollup it holds in its cache with the windows, which is exact when no other
+// reader compacted since the reader last looked — the epoch is the one it expects — so the
+// script only writes it (no read, no merge in Lua: a backlog's compaction is bounded by this
+// thread). If the epoch moved, an 'f' group is skipped and the reader reloads. 'd' (delta)
+// carries only the windows' merged samples, which the script adds to the stored rollup (the
+// reader's cache does not hold rollups that left the retention window).
+//
+// It also drops pending entries whose window expired (rebuilding the pending set in its
+// compact encoding once a backlog has drained), and, when it compacted anything, bumps the
+// epoch and drops expired entries from the rollup set and the index.
 //
 //	KEYS[1] epoch  KEYS[2] pending set  KEYS[3] rollup set  KEYS[4] series index
 //	KEYS[5..] per group: the rollup hash, then its window hashes
 //	ARGV[1] rollup lifetime past its start (s)  ARGV[2] TTL of profile keys (s)
 //	ARGV[3] drop rollup-set entries starting before this  ARGV[4] drop index entries older than this
-//	ARGV[5] number of expired pending members, then those members, then per group:
-//	rollup member, rollup start, number of windows, (member, count) per window,
-//	number of delta field/value pairs, the pairs
+//	ARGV[5] the epoch the reader expects  ARGV[6] number of expired pending members, then
+//	those members, then per group: rollup member, rollup start, form ('f' or 'd'), number of
+//	windows, (member, count) per window, number of field/value pairs, the pairs
 //
-// Reply: {epoch before, epoch after, {rollup member, hash, ...} of changed rollups,
-// number of windows compacted, {rollup member, ...} of skipped groups}.
+// Reply: {epoch before, epoch after, {rollup member, hash, ...} of changed rollups (the hash
+// empty for an 'f' group: the reader has it), number of windows compacted, {rollup member,
+// ...} of skipped groups}.
 var compactScript = newScript(luaOps + `
 local before = tonumber(redis.call('GET', KEYS[1]) or '0')
-local a = 5
+local current = (before == tonumber(ARGV[5]))
+local a = 6
 local srems, dels, zadd, out, skipped = {}, {}, {}, {}, {}
 local ngone = tonumber(ARGV[a]); a = a + 1
 for i = 1, ngone do srems[#srems + 1] = ARGV[a]; a = a + 1 end
 local k, compacted = 5, 0
 while k <= #KEYS do
   local rkey = KEYS[k]
-  local rmember, rstart, nw = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
-  a = a + 3
-  local ok = true
-  for j = 1, nw do
-    local n = redis.call('HGET', KEYS[k + j], 'n')
-    if n ~= ARGV[a + 2 * (j - 1) + 1] then ok = false end
+  local rmember, rstart, form, nw = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+  a = a + 4
+  local ok = current or form == 'd'
+  if ok then
+    for j = 1, nw do
+      local n = redis.call('HGET', KEYS[k + j], 'n')
+      if n ~= ARGV[a + 2 * (j - 1) + 1] then ok = false; break end
+    end
   end
   local np = tonumber(ARGV[a + 2 * nw])
   local d0 = a + 2 * nw + 1
@@ -178,19 +191,25 @@ while k <= #KEYS do
       dels[#dels + 1] = KEYS[k + j]
       srems[#srems + 1] = ARGV[a + 2 * (j - 1)]
     end
-    local t = {}
-    merge(t, redis.call('HGETALL', rkey))
-    local delta = {}
-    for i = d0, d0 + 2 * np - 1 do delta[#delta + 1] = ARGV[i] end
-    merge(t, delta)
-    local flat = {}
-    for f, v in pairs(t) do flat[#flat + 1] = f; flat[#flat + 1] = num(v) end
-    redis.call('HSET', rkey, unpack(flat))
+    if form == 'f' then
+      redis.call('HSET', rkey, unpack(ARGV, d0, d0 + 2 * np - 1))
+      out[#out + 1] = rmember
+      out[#out + 1] = {}
+    else
+      local t = {}
+      merge(t, redis.call('HGETALL', rkey))
+      local delta = {}
+      for i = d0, d0 + 2 * np - 1 do delta[#delta + 1] = ARGV[i] end
+      merge(t, delta)
+      local flat = {}
+      for f, v in pairs(t) do flat[#flat + 1] = f; flat[#flat + 1] = num(v) end
+      redis.call('HSET', rkey, unpack(flat))
+      out[#out + 1] = rmember
+      out[#out + 1] = flat
+    end
     redis.call('EXPIREAT', rkey, tonumber(rstart) + tonumber(ARGV[1]))
     zadd[#zadd + 1] = rstart
     zadd[#zadd + 1] = rmember
-    out[#out + 1] = rmember
-    out[#out + 1] = flat
     compacted = compacted + nw
   else
     skipped[#skipped + 1] = rmember
