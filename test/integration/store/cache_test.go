@@ -159,7 +159,7 @@ func TestConcurrentReaders(t *testing.T) {
 				t.Fatalf("(-want +got):\n%s", diff)
 			}
 		}
-		later := now.Add(20 * time.Minute) // every window written is closed now
+		later := now.Add(l.Window + l.Grace + l.FoldDelay(p) + time.Second) // every window written folds now
 		gotA, err := a.Read(ctx, p, later)
 		if err != nil {
 			t.Fatal(err)
@@ -284,6 +284,78 @@ func TestPendingSetAfterBacklog(t *testing.T) {
 		}
 		if open := int64(openWindows(l, p, now) * len(ids)); members != open {
 			t.Errorf("pending set holds %d windows after compaction, want the %d open ones", members, open)
+		}
+	})
+}
+
+// TestCompactionRacingAnotherReader: reader A reads the windows, then — before A's
+// compaction runs — a late flush lands in an old window of the same rollup and reader B
+// folds it. A's compaction was built from a rollup cache that is now stale (it lacks the
+// late samples) while the windows A read are unchanged, so only the epoch tells: the script
+// must refuse to write A's whole rollup; A reloads and folds again, and no sample is lost
+// or counted twice.
+func TestCompactionRacingAnotherReader(t *testing.T) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
+		l := series.DefaultLayout(168 * time.Hour)
+		p := newProfile()
+		ids := seriesOf(p)
+		now := l.RollupStart(time.Now()).Add(12 * time.Hour) // noon: every window below is in one daily rollup
+		r := rand.New(rand.NewPCG(8, 8))
+		w := mustWriter(t, c, l)
+		want := history(t, ctx, w, l, ids, now, time.Hour, r)
+		lateStart := series.WindowStart(now.Add(-3*time.Hour), l.Window)
+		late := window(t, r, lateStart, 5, gen(ids[0]))
+		want[ids[0]].Merge(late)
+		a, b := mustReader(t, c, l), mustReader(t, c, l)
+		// B folds only what closed by an hour ago (the late window); A, later, folds all.
+		tB, tA := now.Add(-time.Hour), now.Add(l.Window+l.Grace+l.FoldDelay(p)+time.Second)
+		// Warm, at the start of the history: nothing folds yet, A caches the (empty) rollups.
+		if _, err := a.Read(ctx, p, tB); err != nil {
+			t.Fatal(err)
+		}
+		raced := false
+		store.SetBeforeCompact(a, func() {
+			if raced {
+				return
+			}
+			raced = true
+			if err := w.Flush(ctx, []series.WindowUpdate{{Series: ids[0], Start: lateStart, Hist: late}}); err != nil {
+				t.Error(err)
+			}
+			before := b.Stats()
+			if _, err := b.Read(ctx, p, tB); err != nil {
+				t.Error(err)
+			}
+			if d := delta(before, b.Stats()); d.Compacted != 1 {
+				t.Errorf("reader B folded %d windows, want the late one: the race was not staged", d.Compacted)
+			}
+		})
+		before := a.Stats()
+		got, err := a.Read(ctx, p, tA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("reader A after the race (-want +got):\n%s", diff)
+		}
+		if d := delta(before, a.Stats()); d.Reloads != 1 {
+			t.Errorf("reader A: %+v, want one reload after the refused compaction", d)
+		}
+		for name, rd := range map[string]*store.Reader{"reader A again": a, "reader B": b, "cold reader": mustReader(t, c, l)} {
+			got, err := rd.Read(ctx, p, tA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", name, diff)
+			}
+		}
+		pending, err := c.Raw().Do(ctx, c.Raw().B().Scard().Key(series.PendingKey(p)).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pending != 0 {
+			t.Errorf("%d windows still pending after every reader folded at %v", pending, tA)
 		}
 	})
 }
