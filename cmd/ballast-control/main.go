@@ -29,6 +29,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if limit, err := cli.SetMemoryLimit(); err != nil {
+		ctrl.Log.Error(err, "no Go memory limit set")
+	} else if limit > 0 {
+		ctrl.Log.Info("Go memory limit set from the container's", "bytes", limit)
+	}
 	ctx := ctrl.SetupSignalHandler()
 	if flag.Arg(0) == "check-webhook" { // helm test; needs no API access
 		if err := checkWebhook(ctx, flag.Arg(1), flag.Arg(2)); err != nil {

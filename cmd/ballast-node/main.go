@@ -11,6 +11,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ballastk8s/ballast/pkg/cli"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/agent"
 )
 
@@ -23,6 +24,11 @@ func main() {
 		os.Exit(1)
 	}
 	o.SetupLogging()
+	if limit, err := cli.SetMemoryLimit(); err != nil {
+		ctrl.Log.Error(err, "no Go memory limit set")
+	} else if limit > 0 {
+		ctrl.Log.Info("Go memory limit set from the container's", "bytes", limit)
+	}
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
 	if err == nil {

@@ -59,6 +59,8 @@ type cachedHist struct {
 	id    series.SeriesID
 	start time.Time
 	hist  *series.Histogram
+	// settled marks a window read after it closed: it is not read again before it folds.
+	settled bool
 }
 
 type profileCache struct {
@@ -67,6 +69,9 @@ type profileCache struct {
 	epoch   int64
 	rollups map[string]cachedHist // by rollup member
 	open    map[string]cachedHist // by window member, as of the last Read
+	// reread holds the windows whose fold was skipped because they changed (a late flush):
+	// read them again even if settled.
+	reread map[string]bool
 }
 
 // maxAttempts bounds how often a Read restarts because another Reader compacted meanwhile.
@@ -222,14 +227,23 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 //
 // The windows are read with plain HGETALLs between two reads of the epoch, in the same round
 // trip as the listing of the pending set: in steady state the pending windows are the open
-// windows of the last Read, so a warm read is one round trip and runs no script. Windows the
+// windows of the last Read, so a warm read is one round trip and runs no script. A window
+// already read after it closed is not read again while it waits for its fold delay. Windows the
 // listing shows for the first time (a new window period, a new series, a late flush) cost a
 // second round trip. Closed windows are merged per rollup here, and compactScript applies
 // each rollup's delta only if its windows still hold what was read.
 func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now time.Time) (bool, error) {
+	// A window read after it closed (settled) waits for its fold from the cache: agents are
+	// done with it, and a late flush into it shows as a changed count when it folds, which
+	// skips the fold and marks it to be read again.
 	known := make([]string, 0, len(pc.open))
-	for m := range pc.open {
-		known = append(known, m)
+	var kept []string
+	for m, c := range pc.open {
+		if c.settled && !pc.reread[m] {
+			kept = append(kept, m)
+		} else {
+			known = append(known, m)
+		}
 	}
 	slices.Sort(known)
 	// A built command is recycled once sent: build each GET of the epoch anew.
@@ -259,6 +273,9 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 	}
 	var fresh []string
 	for _, m := range listed {
+		if c, ok := pc.open[m]; ok && c.settled && !pc.reread[m] {
+			continue // kept
+		}
 		if _, ok := read[m]; !ok {
 			fresh = append(fresh, m)
 		}
@@ -290,6 +307,28 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 	for _, m := range listed {
 		listedSet[m] = true
 	}
+	place := func(m, count string, c cachedHist) {
+		if !l.Folds(profile, c.start, now) {
+			open[m] = c
+			return
+		}
+		rstart := l.RollupStart(c.start)
+		rm := series.Member(c.id, rstart)
+		g := groups[rm]
+		if g == nil {
+			g = &compactGroup{member: rm, key: series.RollupKey(c.id, rstart), start: rstart, delta: &series.Histogram{}}
+			groups[rm] = g
+			order = append(order, rm)
+		}
+		g.windows = append(g.windows, compactWindow{member: m, count: count, hist: c})
+		g.delta.Merge(c.hist)
+	}
+	for _, m := range kept {
+		if listedSet[m] { // else its pending entry was dropped: it expired
+			c := pc.open[m]
+			place(m, strconv.FormatInt(c.hist.N, 10), c)
+		}
+	}
 	for m, fields := range read {
 		if len(fields) == 0 {
 			if listedSet[m] {
@@ -305,23 +344,10 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		if err != nil {
 			return false, fmt.Errorf("reading window %s of %s: %w", m, profile, err)
 		}
-		c := cachedHist{id: id, start: start, hist: h}
-		if !l.Folds(profile, start, now) {
-			open[m] = c
-			continue
-		}
-		rstart := l.RollupStart(start)
-		rm := series.Member(id, rstart)
-		g := groups[rm]
-		if g == nil {
-			g = &compactGroup{member: rm, key: series.RollupKey(id, rstart), start: rstart, delta: &series.Histogram{}}
-			groups[rm] = g
-			order = append(order, rm)
-		}
-		g.windows = append(g.windows, compactWindow{member: m, count: fields[series.FieldCount], hist: c})
-		g.delta.Merge(h)
+		place(m, fields[series.FieldCount], cachedHist{id: id, start: start, hist: h, settled: l.Closed(start, now)})
 	}
 	r.windows.Add(int64(len(read) - len(gone)))
+	pc.reread = nil
 	if len(order) == 0 && len(gone) == 0 {
 		pc.open = open
 		return true, nil
@@ -365,9 +391,13 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		}
 		for _, m := range cr.skipped {
 			// Changed since it was read (a late flush): count what was read this time, and
-			// fold it at the next read.
+			// read it again and fold it at the next read.
 			for _, w := range groups[m].windows {
 				open[w.member] = w.hist
+				if pc.reread == nil {
+					pc.reread = map[string]bool{}
+				}
+				pc.reread[w.member] = true
 			}
 		}
 		r.rollups.Add(int64(len(cr.rolled)))

@@ -272,6 +272,10 @@ $(VAR) references are expanded by the kubelet.
       fieldPath: metadata.name
 - name: REDIS_URL
   value: {{ include "ballast.redisURL" . | quote }}
+- name: BALLAST_CONTAINER_MEMORY_LIMIT
+  valueFrom:
+    resourceFieldRef:
+      resource: limits.memory
 {{- end -}}
 
 {{/*

@@ -34,6 +34,19 @@ func history(t *testing.T, ctx context.Context, w *store.Writer, l series.Layout
 	return want
 }
 
+// liveWindows counts the windows of the last hour still open for writers at now (not
+// closed): a warm read reads them again, while closed ones wait for their fold in the
+// reader's cache.
+func liveWindows(l series.Layout, now time.Time) int {
+	n := 0
+	for start := series.WindowStart(now.Add(-time.Hour), l.Window); !start.After(now); start = start.Add(l.Window) {
+		if !l.Closed(start, now) {
+			n++
+		}
+	}
+	return n
+}
+
 // openWindows counts the windows of the last hour that profile's reader still reads as
 // open at now (not yet folded).
 func openWindows(l series.Layout, profile string, now time.Time) int {
@@ -60,7 +73,9 @@ func TestReaderCache(t *testing.T) {
 		l := series.DefaultLayout(168 * time.Hour)
 		p := newProfile()
 		ids := seriesOf(p)
-		now := time.Now()
+		// Just after a window closed: the previous window waits for its fold delay, so the
+		// warm reads below serve it from the cache.
+		now := series.WindowStart(time.Now(), l.Window).Add(l.Grace + time.Second)
 		r := rand.New(rand.NewPCG(4, 4))
 		w := mustWriter(t, c, l)
 		want := history(t, ctx, w, l, ids, now, 2*time.Hour, r)
@@ -81,9 +96,9 @@ func TestReaderCache(t *testing.T) {
 		if cold.Reloads != 1 || cold.Compacted == 0 {
 			t.Errorf("cold read: %+v, want one load and compaction of the closed windows", cold)
 		}
-		open := int64(openWindows(l, p, now) * len(ids))
+		open := int64(liveWindows(l, now) * len(ids))
 		// Warm: one round trip, no script: GET of the epoch, SMEMBERS of the pending set, an
-		// HGETALL of each window the last read found open, GET of the epoch again.
+		// HGETALL of each window the last read found open for writers, GET of the epoch again.
 		wantWarm := store.ReaderStats{Commands: 3 + open, RoundTrips: 1, WindowsRead: open}
 		if diff := cmp.Diff(wantWarm, read("warm read", now)); diff != "" {
 			t.Errorf("warm read issued (-want +got):\n%s", diff)
@@ -356,6 +371,62 @@ func TestCompactionRacingAnotherReader(t *testing.T) {
 		}
 		if pending != 0 {
 			t.Errorf("%d windows still pending after every reader folded at %v", pending, tA)
+		}
+	})
+}
+
+// TestSettledWindowLateFlush: a window read after it closed is served from the reader's
+// cache until it folds; a late flush into it meanwhile is not lost: the fold sees the changed
+// count, skips, and the window is read again and folded with the late samples.
+func TestSettledWindowLateFlush(t *testing.T) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
+		l := series.DefaultLayout(168 * time.Hour)
+		p := newProfile()
+		for l.FoldDelay(p) < 2*time.Second { // a delay that leaves room between the reads
+			p = newProfile()
+		}
+		ids := seriesOf(p)
+		cur := series.WindowStart(time.Now(), l.Window)
+		prev := cur.Add(-l.Window)
+		closedAt := cur.Add(l.Grace + time.Second)             // prev closed, not folded
+		foldedAt := closedAt.Add(l.FoldDelay(p) + time.Second) // prev folds
+		r := rand.New(rand.NewPCG(9, 9))
+		w := mustWriter(t, c, l)
+		want := history(t, ctx, w, l, ids, prev, 0, r) // one window per series: prev
+		rd := mustReader(t, c, l)
+		if _, err := rd.Read(ctx, p, closedAt); err != nil { // reads prev closed: settled
+			t.Fatal(err)
+		}
+		late := window(t, r, prev, 3, gen(ids[0]))
+		if err := w.Flush(ctx, []series.WindowUpdate{{Series: ids[0], Start: prev, Hist: late}}); err != nil {
+			t.Fatal(err)
+		}
+		before := rd.Stats()
+		got, err := rd.Read(ctx, p, closedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("read before the fold: want the cached window (-want +got):\n%s", diff)
+		}
+		if d := delta(before, rd.Stats()); d.WindowsRead != 0 {
+			t.Errorf("read before the fold read %d windows, want the settled ones from the cache", d.WindowsRead)
+		}
+		want[ids[0]].Merge(late)
+		for _, name := range []string{"fold (skipped: changed)", "next read (folds)", "after the fold"} {
+			got, err := rd.Read(ctx, p, foldedAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" && name != "fold (skipped: changed)" {
+				t.Errorf("%s: late samples lost or counted twice (-want +got):\n%s", name, diff)
+			}
+		}
+		if got, want := rd.Stats().Compacted, int64(len(ids)); got != want {
+			t.Errorf("compacted %d windows, want %d", got, want)
+		}
+		if n, err := c.Raw().Do(ctx, c.Raw().B().Scard().Key(series.PendingKey(p)).Build()).AsInt64(); err != nil || n != 0 {
+			t.Errorf("pending windows after the fold: %d (%v), want 0", n, err)
 		}
 	})
 }
