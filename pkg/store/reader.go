@@ -363,10 +363,11 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		// reads them all, compactions add theirs, and another reader's compaction moves the
 		// epoch), so for those the new rollup is the cached one plus the windows.
 		if g := groups[rm]; !g.start.Before(cutoff) {
-			g.full = g.delta
 			if c, ok := pc.rollups[rm]; ok {
 				g.full = c.hist.Clone()
 				g.full.Merge(g.delta)
+			} else {
+				g.full, g.fresh = g.delta, true
 			}
 		}
 	}
@@ -384,8 +385,8 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		}
 		expect = cr.after
 		for m, c := range cr.rolled {
-			if g := groups[m]; g != nil && g.full != nil {
-				c.hist = g.full // written whole: the script sent nothing back
+			if g := groups[m]; g != nil && g.full != nil && c.hist.N == 0 {
+				c.hist = g.full // written as sent: the script sent nothing back
 			}
 			pc.rollups[m] = c
 		}
@@ -419,8 +420,10 @@ type compactGroup struct {
 	windows     []compactWindow
 	delta       *series.Histogram
 	// full is the whole new rollup (the cached one plus delta) when the reader knows the
-	// stored one; nil when only the delta can be sent.
-	full *series.Histogram
+	// stored one, or delta when fresh (the cache has none: the rollup is new unless the
+	// script finds it); nil when only the delta can be sent.
+	full  *series.Histogram
+	fresh bool
 }
 
 // compactCalls builds the compactScript calls: the expired members go with the first call;
@@ -453,7 +456,10 @@ func (r *Reader) compactCalls(profile string, epoch int64, gone, order []string,
 			call, windows = newCall(nil), 0
 		}
 		form, sent := "d", g.delta
-		if g.full != nil {
+		switch {
+		case g.fresh:
+			form = "n"
+		case g.full != nil:
 			form, sent = "f", g.full
 		}
 		call.keys = append(call.keys, g.key)

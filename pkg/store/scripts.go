@@ -142,13 +142,15 @@ return res
 // whose windows changed is skipped and stays pending for the next read, so no sample is ever
 // lost or counted twice, and Valkey's one thread never parses a window twice.
 //
-// A group comes in one of two forms. 'f' (full) carries the whole new rollup: the reader
+// A group comes in one of three forms. 'f' (full) carries the whole new rollup: the reader
 // merged the rollup it holds in its cache with the windows, which is exact when no other
 // reader compacted since the reader last looked — the epoch is the one it expects — so the
 // script only writes it (no read, no merge in Lua: a backlog's compaction is bounded by this
-// thread). If the epoch moved, an 'f' group is skipped and the reader reloads. 'd' (delta)
-// carries only the windows' merged samples, which the script adds to the stored rollup (the
-// reader's cache does not hold rollups that left the retention window).
+// thread). If the epoch moved, an 'f' group is skipped and the reader reloads. 'n' (new) is
+// a rollup the reader's cache does not have, so its whole content is the windows' samples:
+// written as is when the rollup does not exist, else added to it. 'd' (delta) carries the
+// windows' merged samples to add to the stored rollup (the reader's cache does not hold
+// rollups that left the retention window).
 //
 // It also drops pending entries whose window expired (rebuilding the pending set in its
 // compact encoding once a backlog has drained), and, when it compacted anything, bumps the
@@ -159,11 +161,11 @@ return res
 //	ARGV[1] rollup lifetime past its start (s)  ARGV[2] TTL of profile keys (s)
 //	ARGV[3] drop rollup-set entries starting before this  ARGV[4] drop index entries older than this
 //	ARGV[5] the epoch the reader expects  ARGV[6] number of expired pending members, then
-//	those members, then per group: rollup member, rollup start, form ('f' or 'd'), number of
+//	those members, then per group: rollup member, rollup start, form ('f', 'n' or 'd'), number of
 //	windows, (member, count) per window, number of field/value pairs, the pairs
 //
 // Reply: {epoch before, epoch after, {rollup member, hash, ...} of changed rollups (the hash
-// empty for an 'f' group: the reader has it), number of windows compacted, {rollup member,
+// empty when the pairs sent were written as they are: the reader has them), number of windows compacted, {rollup member,
 // ...} of skipped groups}.
 var compactScript = newScript(luaOps + `
 local before = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -177,7 +179,7 @@ while k <= #KEYS do
   local rkey = KEYS[k]
   local rmember, rstart, form, nw = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
   a = a + 4
-  local ok = current or form == 'd'
+  local ok = current or form ~= 'f'
   if ok then
     for j = 1, nw do
       local n = redis.call('HGET', KEYS[k + j], 'n')
@@ -191,7 +193,8 @@ while k <= #KEYS do
       dels[#dels + 1] = KEYS[k + j]
       srems[#srems + 1] = ARGV[a + 2 * (j - 1)]
     end
-    if form == 'f' then
+    if form == 'n' and redis.call('EXISTS', rkey) == 1 then form = 'd' end
+    if form ~= 'd' then
       redis.call('HSET', rkey, unpack(ARGV, d0, d0 + 2 * np - 1))
       out[#out + 1] = rmember
       out[#out + 1] = {}

@@ -326,6 +326,7 @@ func checkControlDeployment(t *testing.T, m *manifests, wantArgs []string) {
 	wantEnv := []corev1.EnvVar{
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		memoryLimitEnv,
 	}
 	if diff := cmp.Diff(wantEnv, c.Env); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
@@ -454,6 +455,9 @@ func checkAgent(t *testing.T, m *manifests) {
 	if env["REDIS_URL"].Value != "redis://ballast-valkey:6379" {
 		t.Errorf("REDIS_URL %q", env["REDIS_URL"].Value)
 	}
+	if diff := cmp.Diff(memoryLimitEnv, env[memoryLimitEnv.Name]); diff != "" {
+		t.Errorf("agent's memory limit env (-want +got):\n%s", diff)
+	}
 	var cg *corev1.Volume
 	for i := range ps.Volumes {
 		if ps.Volumes[i].HostPath != nil {
@@ -562,3 +566,7 @@ func checkCRDHook(t *testing.T, m *manifests) {
 	}
 	checkHardened(t, ps.SecurityContext, c.SecurityContext)
 }
+
+// memoryLimitEnv hands both binaries their container's memory limit (cli.SetMemoryLimit).
+var memoryLimitEnv = corev1.EnvVar{Name: "BALLAST_CONTAINER_MEMORY_LIMIT",
+	ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}}

@@ -430,3 +430,52 @@ func TestSettledWindowLateFlush(t *testing.T) {
 		}
 	})
 }
+
+// TestRollupOutlivesItsIndex: a rollup hash can outlive the profile's epoch and rollup set
+// (they expire a TTL after the last compaction, a rollup a TTL after its own end). A reader
+// that then finds no rollup listed must still add to the surviving hash rather than
+// overwrite it.
+func TestRollupOutlivesItsIndex(t *testing.T) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
+		l := series.DefaultLayout(168 * time.Hour)
+		p := newProfile()
+		ids := seriesOf(p)[:1]
+		now := l.RollupStart(time.Now()).Add(12 * time.Hour)
+		r := rand.New(rand.NewPCG(10, 10))
+		w := mustWriter(t, c, l)
+		want := history(t, ctx, w, l, ids, now.Add(-2*time.Hour), time.Hour, r)
+		folded := now.Add(-time.Hour + l.Grace + l.FoldDelay(p) + time.Second)
+		if _, err := mustReader(t, c, l).Read(ctx, p, folded); err != nil {
+			t.Fatal(err)
+		}
+		// The epoch and the rollup set are gone (expired); the rollup hash is not.
+		if err := c.Raw().Do(ctx, c.Raw().B().Del().Key(series.EpochKey(p), series.RollupsKey(p)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		later := history(t, ctx, w, l, ids, now, 30*time.Minute, r)
+		want[ids[0]].Merge(later[ids[0]])
+		at := now.Add(l.Window + l.Grace + l.FoldDelay(p) + time.Second)
+		if _, err := mustReader(t, c, l).Read(ctx, p, at); err != nil {
+			t.Fatal(err)
+		}
+		got, err := mustReader(t, c, l).Read(ctx, p, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A reader finds only what the rollup set lists; read the surviving hash itself.
+		fields, err := c.Raw().Do(ctx, c.Raw().B().Hgetall().Key(series.RollupKey(ids[0], l.RollupStart(now))).Build()).AsStrMap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := series.Decode(fields)
+		if err != nil {
+			t.Fatalf("the surviving rollup was overwritten: %v", err)
+		}
+		if diff := cmp.Diff(want[ids[0]], h); diff != "" {
+			t.Errorf("surviving rollup (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("read (-want +got):\n%s", diff)
+		}
+	})
+}
