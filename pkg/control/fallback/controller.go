@@ -233,8 +233,9 @@ func sum(m map[string]int) int {
 
 // enrolledPods lists the bound, running enrolled pods with their profile's hash.
 func (c *Controller) enrolledPods(ctx context.Context) (map[string]enrolledPod, error) {
+	// Read only: the cache's pods are used as they are, not copied every cycle.
 	list := &corev1.PodList{}
-	if err := c.client.List(ctx, list, client.HasLabels{ballastv1.ModeLabel}); err != nil {
+	if err := c.client.List(ctx, list, client.HasLabels{ballastv1.ModeLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing enrolled pods: %w", err)
 	}
 	hashes := map[string]string{}

@@ -63,12 +63,11 @@ func (c *Controller) findTakeOver(ctx context.Context, key types.NamespacedName)
 	if c.kind == ballastv1.KindResourcePolicy {
 		opts = append(opts, client.InNamespace(key.Namespace))
 	}
-	pods := &corev1.PodList{}
-	if err := c.client.List(ctx, pods, opts...); err != nil {
-		return takeOver{}, fmt.Errorf("listing enrolled pods: %w", err)
-	}
+	// Both lists are read only: the cache's objects are used as they are (a copy of every
+	// enrolled pod per reconcile was most of ballast-control's allocations at 20,000 pods),
+	// and the pods are listed only when some profile was accrued under another policy.
 	profiles := &ballastv1.WorkloadProfileList{}
-	if err := c.client.List(ctx, profiles); err != nil {
+	if err := c.client.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil {
 		return takeOver{}, fmt.Errorf("listing WorkloadProfiles: %w", err)
 	}
 	// Profiles with history, by selector tuple, accrued under any other policy.
@@ -83,6 +82,10 @@ func (c *Controller) findTakeOver(ctx context.Context, key types.NamespacedName)
 	}
 	if len(elsewhere) == 0 {
 		return takeOver{}, nil
+	}
+	pods := &corev1.PodList{}
+	if err := c.client.List(ctx, pods, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		return takeOver{}, fmt.Errorf("listing enrolled pods: %w", err)
 	}
 	found := map[string]bool{}
 	var out takeOver
