@@ -84,7 +84,8 @@ func validity(o client.Object) string {
 
 func (c *Controller) list(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	pods := &corev1.PodList{}
-	if err := c.client.List(ctx, pods, opts...); err != nil {
+	// Only the names are read: no copy of every enrolled pod per policy or config change.
+	if err := c.client.List(ctx, pods, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(pods.Items))
