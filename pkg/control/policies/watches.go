@@ -2,8 +2,10 @@ package policies
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +43,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named(name).
 		For(c.NewObject()).
 		Watches(&ballastv1.MetricsSource{}, all).
-		Watches(&ballastv1.WorkloadProfile{}, handler.EnqueueRequestsFromMapFunc(c.governing), builder.WithPredicates(profileMoved())).
+		Watches(&ballastv1.WorkloadProfile{}, c.governingSoon(), builder.WithPredicates(profileMoved())).
 		WatchesRawSource(source.Channel(cfgChanged, all)).
 		Complete(reconciler.For(mgr.GetClient(), c.NewObject, reconciler.Object[client.Object](c)))
 }
@@ -80,6 +82,31 @@ func (c *Controller) governing(_ context.Context, o client.Object) []reconcile.R
 	}
 	r := wp.Status.PolicyRef
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: r.Name}}}
+}
+
+// takeOverCoalesce is how long a profile event waits before its policy is reconciled. Events
+// that arrive meanwhile join it: a rollout that creates thousands of profiles costs one
+// take-over pass (a list of every profile, and of the pods when one was accrued elsewhere)
+// per interval, not one per profile.
+const takeOverCoalesce = 3 * time.Second
+
+// governingSoon enqueues, takeOverCoalesce later, the policy governing a profile (for an
+// update, the old and the new one).
+func (c *Controller) governingSoon() handler.EventHandler {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	add := func(ctx context.Context, q queue, objs ...client.Object) {
+		for _, o := range objs {
+			for _, r := range c.governing(ctx, o) {
+				q.AddAfter(r, takeOverCoalesce)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc:  func(ctx context.Context, e event.CreateEvent, q queue) { add(ctx, q, e.Object) },
+		UpdateFunc:  func(ctx context.Context, e event.UpdateEvent, q queue) { add(ctx, q, e.ObjectOld, e.ObjectNew) },
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { add(ctx, q, e.Object) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { add(ctx, q, e.Object) },
+	}
 }
 
 // profileMoved passes profile creations and deletions, and updates that change the

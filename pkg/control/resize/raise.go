@@ -2,13 +2,14 @@ package resize
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -36,49 +37,48 @@ func memoryRaise(pod *corev1.Pod, ctr *corev1.Container, lim, newLim resource.Qu
 }
 
 // eachResizeProfile calls f for every WorkloadProfile with a measurementHash and running
-// resize-mode pods (runningResizePods, by pod name), with a private copy of the profile:
-// the list reads the cache's own objects, which the polls, every second over every
-// profile, must not copy wholesale. It stops at f's first error.
+// resize-mode pods (by pod name), with private copies of the profile and the pods. The
+// polls run every second: they list only the resize-mode pods, from the cache's own objects
+// (a list per profile, or a copy of every bound pod, each second was most of the control
+// plane's CPU and allocations at scale), and read only the profiles those pods name. It
+// stops at f's first error.
 func eachResizeProfile(ctx context.Context, c client.Reader, f func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error) error {
-	profiles := &ballastv1.WorkloadProfileList{}
-	if err := c.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.MatchingLabels{ballastv1.ModeLabel: ballastv1.ModeResize}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	for i := range profiles.Items {
-		wp := &profiles.Items[i]
+	byProfile := map[string]map[string]*corev1.Pod{}
+	for j := range pods.Items {
+		p := &pods.Items[j]
+		ref := p.Annotations[ballastv1.ProfileRefAnnotation]
+		if ref == "" || p.Status.Phase != corev1.PodRunning || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if byProfile[ref] == nil {
+			byProfile[ref] = map[string]*corev1.Pod{}
+		}
+		byProfile[ref][p.Namespace+"/"+p.Name] = p.DeepCopy()
+	}
+	names := make([]string, 0, len(byProfile))
+	for name := range byProfile {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		wp := &ballastv1.WorkloadProfile{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, wp); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
 		if wp.Status.MeasurementHash == "" {
 			continue
 		}
-		byKey, err := runningResizePods(ctx, c, wp)
-		if err != nil {
-			return err
-		}
-		if len(byKey) == 0 {
-			continue
-		}
-		if err := f(wp.DeepCopy(), byKey); err != nil {
+		if err := f(wp, byProfile[name]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// runningResizePods returns the Running, not terminating, resize-mode pods of profile wp by
-// namespace/name: the pods the fast raises (OOM, pressure) may act on.
-func runningResizePods(ctx context.Context, c client.Reader, wp *ballastv1.WorkloadProfile) (map[string]*corev1.Pod, error) {
-	pods := &corev1.PodList{}
-	// The polls run every second over every profile: read the cache's own objects and copy
-	// only the few pods returned (a deep copy of every bound pod each second was most of the
-	// control plane's CPU at 4,000 enrolled pods).
-	if err := c.List(ctx, pods, client.MatchingFields{enrollment.ProfileRefIndex: wp.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	byKey := map[string]*corev1.Pod{}
-	for j := range pods.Items {
-		p := &pods.Items[j]
-		if p.Labels[ballastv1.ModeLabel] == ballastv1.ModeResize && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
-			byKey[p.Namespace+"/"+p.Name] = p.DeepCopy()
-		}
-	}
-	return byKey, nil
-}
