@@ -81,4 +81,3 @@ func eachResizeProfile(ctx context.Context, c client.Reader, f func(wp *ballastv
 	}
 	return nil
 }
-
