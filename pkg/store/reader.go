@@ -160,7 +160,9 @@ func (r *Reader) Read(ctx context.Context, profile string, now time.Time) (map[s
 }
 
 // load fetches every retained rollup of the profile, consistently: it retries when the
-// epoch moved while it read.
+// epoch moved while it read. It forgets the windows of the last read too: after another
+// reader's compaction a window kept from an earlier read may have been folded and written
+// anew, so every pending window is read again.
 func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now time.Time) error {
 	cutoff := strconv.FormatInt(r.layout.Cutoff(now).Unix(), 10)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -179,7 +181,7 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 			// Nothing to read, so nothing to read consistently: a compaction after the GET
 			// shows in sync's epoch check, which reloads.
 			r.reloads.Add(1)
-			pc.rollups, pc.epoch, pc.loaded = map[string]cachedHist{}, before, true
+			pc.rollups, pc.epoch, pc.loaded, pc.open = map[string]cachedHist{}, before, true, nil
 			return nil
 		}
 		cmds := make(valkey.Commands, 0, len(members)+1)
@@ -216,7 +218,7 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		}
 		r.rollups.Add(int64(len(members)))
 		r.reloads.Add(1)
-		pc.rollups, pc.epoch, pc.loaded = rollups, before, true
+		pc.rollups, pc.epoch, pc.loaded, pc.open = rollups, before, true, nil
 		return nil
 	}
 	return fmt.Errorf("reading rollups of %s: other readers kept compacting it, retry later", profile)
