@@ -334,7 +334,9 @@ func (c *Controller) loadPolicy(ctx context.Context, ref *ballastv1.PolicyRef) (
 // candidates are the live, Running, bound pods of the profile in mode resize (§8.1).
 func (c *Controller) candidates(ctx context.Context, profile string) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := c.client.List(ctx, list, client.MatchingFields{enrollment.ProfileRefIndex: profile}); err != nil {
+	// Read the cache's objects and copy only the candidates: every profile's reconcile comes
+	// here, most with no pod in resize mode.
+	if err := c.client.List(ctx, list, client.MatchingFields{enrollment.ProfileRefIndex: profile}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []*corev1.Pod
@@ -342,7 +344,7 @@ func (c *Controller) candidates(ctx context.Context, profile string) ([]*corev1.
 		p := &list.Items[i]
 		if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" &&
 			p.Labels[ballastv1.ModeLabel] == ballastv1.ModeResize {
-			out = append(out, p)
+			out = append(out, p.DeepCopy())
 		}
 	}
 	return out, nil
