@@ -59,6 +59,21 @@ func openWindows(l series.Layout, profile string, now time.Time) int {
 	return n
 }
 
+// checkedRead reads profile p at at, compares the result with want and returns what the
+// read cost.
+func checkedRead(t *testing.T, ctx context.Context, rd *store.Reader, p string, at time.Time, want map[series.SeriesID]*series.Histogram, what string) store.ReaderStats {
+	t.Helper()
+	before := rd.Stats()
+	got, err := rd.Read(ctx, p, at)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", what, diff)
+	}
+	return delta(before, rd.Stats())
+}
+
 func delta(a, b store.ReaderStats) store.ReaderStats {
 	return store.ReaderStats{
 		Commands: b.Commands - a.Commands, RoundTrips: b.RoundTrips - a.RoundTrips, WindowsRead: b.WindowsRead - a.WindowsRead, RollupsRead: b.RollupsRead - a.RollupsRead,
@@ -82,15 +97,7 @@ func TestReaderCache(t *testing.T) {
 		rd := mustReader(t, c, l)
 		read := func(name string, at time.Time) store.ReaderStats {
 			t.Helper()
-			before := rd.Stats()
-			got, err := rd.Read(ctx, p, at)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("%s: (-want +got):\n%s", name, diff)
-			}
-			return delta(before, rd.Stats())
+			return checkedRead(t, ctx, rd, p, at, want, name)
 		}
 		cold := read("cold read", now)
 		if cold.Reloads != 1 || cold.Compacted == 0 {
@@ -345,15 +352,7 @@ func TestCompactionRacingAnotherReader(t *testing.T) {
 				t.Errorf("reader B folded %d windows, want the late one: the race was not staged", d.Compacted)
 			}
 		})
-		before := a.Stats()
-		got, err := a.Read(ctx, p, tA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("reader A after the race (-want +got):\n%s", diff)
-		}
-		if d := delta(before, a.Stats()); d.Reloads != 1 {
+		if d := checkedRead(t, ctx, a, p, tA, want, "reader A after the race"); d.Reloads != 1 {
 			t.Errorf("reader A: %+v, want one reload after the refused compaction", d)
 		}
 		for name, rd := range map[string]*store.Reader{"reader A again": a, "reader B": b, "cold reader": mustReader(t, c, l)} {
@@ -401,15 +400,7 @@ func TestSettledWindowLateFlush(t *testing.T) {
 		if err := w.Flush(ctx, []series.WindowUpdate{{Series: ids[0], Start: prev, Hist: late}}); err != nil {
 			t.Fatal(err)
 		}
-		before := rd.Stats()
-		got, err := rd.Read(ctx, p, closedAt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("read before the fold: want the cached window (-want +got):\n%s", diff)
-		}
-		if d := delta(before, rd.Stats()); d.WindowsRead != 0 {
+		if d := checkedRead(t, ctx, rd, p, closedAt, want, "read before the fold"); d.WindowsRead != 0 {
 			t.Errorf("read before the fold read %d windows, want the settled ones from the cache", d.WindowsRead)
 		}
 		want[ids[0]].Merge(late)
