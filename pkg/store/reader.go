@@ -364,12 +364,14 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		// The cache holds every stored rollup that starts within the retention window (load
 		// reads them all, compactions add theirs, and another reader's compaction moves the
 		// epoch), so for those the new rollup is the cached one plus the windows.
-		if g := groups[rm]; !g.start.Before(cutoff) {
+		g := groups[rm]
+		g.form, g.sent = formDelta, g.delta
+		if !g.start.Before(cutoff) {
 			if c, ok := pc.rollups[rm]; ok {
-				g.full = c.hist.Clone()
-				g.full.Merge(g.delta)
+				g.form, g.sent = formFull, c.hist.Clone()
+				g.sent.Merge(g.delta)
 			} else {
-				g.full, g.fresh = g.delta, true
+				g.form = formNew // the whole rollup is the delta, unless the script finds one
 			}
 		}
 	}
@@ -387,8 +389,8 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		}
 		expect = cr.after
 		for m, c := range cr.rolled {
-			if g := groups[m]; g != nil && g.full != nil && c.hist.N == 0 {
-				c.hist = g.full // written as sent: the script sent nothing back
+			if g := groups[m]; g != nil && g.form != formDelta && c.hist.N == 0 {
+				c.hist = g.sent // written as sent: the script sent nothing back
 			}
 			pc.rollups[m] = c
 		}
@@ -421,12 +423,19 @@ type compactGroup struct {
 	start       time.Time
 	windows     []compactWindow
 	delta       *series.Histogram
-	// full is the whole new rollup (the cached one plus delta) when the reader knows the
-	// stored one, or delta when fresh (the cache has none: the rollup is new unless the
-	// script finds it); nil when only the delta can be sent.
-	full  *series.Histogram
-	fresh bool
+	// form is how compactScript applies sent: formFull, the whole new rollup (the cached
+	// one plus delta); formNew, delta as the whole rollup the cache does not have;
+	// formDelta, delta to add to the stored rollup (outside the cache).
+	form string
+	sent *series.Histogram
 }
+
+// The forms of a compaction group (compactScript).
+const (
+	formFull  = "f"
+	formNew   = "n"
+	formDelta = "d"
+)
 
 // compactCalls builds the compactScript calls: the expired members go with the first call;
 // groups are packed up to syncBatch windows per call, a larger group alone in its call.
@@ -457,20 +466,13 @@ func (r *Reader) compactCalls(profile string, epoch int64, gone, order []string,
 			calls = append(calls, call)
 			call, windows = newCall(nil), 0
 		}
-		form, sent := "d", g.delta
-		switch {
-		case g.fresh:
-			form = "n"
-		case g.full != nil:
-			form, sent = "f", g.full
-		}
 		call.keys = append(call.keys, g.key)
-		call.args = append(call.args, g.member, strconv.FormatInt(g.start.Unix(), 10), form, strconv.Itoa(len(g.windows)))
+		call.args = append(call.args, g.member, strconv.FormatInt(g.start.Unix(), 10), g.form, strconv.Itoa(len(g.windows)))
 		for _, w := range g.windows {
 			call.keys = append(call.keys, series.WindowKeyOf(profile, w.member))
 			call.args = append(call.args, w.member, w.count)
 		}
-		fields := sent.WireFields()
+		fields := g.sent.WireFields()
 		call.args = append(call.args, strconv.Itoa(len(fields)/2))
 		call.args = append(call.args, fields...)
 		windows += len(g.windows)
