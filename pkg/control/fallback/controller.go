@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -69,6 +70,9 @@ type Controller struct {
 	eph    map[string]*podState // ephemeral-storage points by pod UID (Options.EphemeralStorage)
 	view   viewState
 	logged string // the last problem logged, so each is logged once per change
+	// coverage is each node's coverage as last logged (nil before the first cycle), so a
+	// node losing or regaining its agent is logged once per change.
+	coverage map[string]bool
 	// resolution is the coarsest metrics.k8s.io window seen (metrics-server's default
 	// until a reading says otherwise).
 	resolution time.Duration
@@ -158,6 +162,7 @@ func (c *Controller) Cycle(ctx context.Context) error {
 		covered[n.Name] = ok && hb.Live(now)
 	}
 	c.m.setCoverage(covered)
+	c.logCoverage(covered, hbs, now)
 	pods, err := c.enrolledPods(ctx)
 	if err != nil {
 		return err
@@ -204,6 +209,68 @@ func (c *Controller) Cycle(ctx context.Context) error {
 	c.apiTransition(ctx, APIServed, "")
 	c.setView(uncovered, APIServed, "")
 	return errors.Join(c.measure(ctx, now, hbs, pods, readings), ephErr)
+}
+
+// maxCoverageLines bounds the per-node lines one cycle logs about coverage changes; more
+// changes than that (a cluster's first cycle, a DaemonSet deleted) are logged as one line.
+const maxCoverageLines = 10
+
+// logCoverage logs the nodes whose agent coverage changed since the last cycle: an agent's
+// heartbeat expiring (its node's enrolled pods move to the fallback for the sampling
+// instants after its last flushed turn) or coming back. The first cycle logs the nodes
+// without a live agent once.
+func (c *Controller) logCoverage(covered map[string]bool, hbs map[string]series.Heartbeat, now time.Time) {
+	c.mu.Lock()
+	prev, first := c.coverage, c.coverage == nil
+	c.coverage = covered
+	c.mu.Unlock()
+	var lost, back []string
+	for n, ok := range covered {
+		was, seen := prev[n]
+		switch {
+		case !ok && (first || !seen || was):
+			lost = append(lost, n)
+		case ok && !first && seen && !was:
+			back = append(back, n)
+		}
+	}
+	sort.Strings(lost)
+	sort.Strings(back)
+	if first || len(lost)+len(back) > maxCoverageLines {
+		if len(lost)+len(back) > 0 {
+			c.log.Info("agent coverage changed", "withoutLiveAgent", len(lost), "agentBack", len(back),
+				"nodes", firstNames(append(lost, back...), maxCoverageLines), "covered", count(covered))
+		}
+		return
+	}
+	for _, n := range lost {
+		if hb, ok := hbs[n]; ok {
+			c.log.Info("node agent heartbeat expired: the node's enrolled pods are measured through the fallback after the agent's last flushed turn",
+				"node", n, "heartbeatAt", hb.At, "ttl", hb.TTL.String(), "through", hb.Through, "late", now.Sub(hb.At.Add(hb.TTL)).Round(time.Millisecond).String())
+		} else {
+			c.log.Info("node has no node agent heartbeat: its enrolled pods are measured through the fallback", "node", n)
+		}
+	}
+	for _, n := range back {
+		c.log.Info("node agent heartbeat live again: the node's pods are measured node-locally from the agent's first turn", "node", n, "since", hbs[n].Since)
+	}
+}
+
+func firstNames(names []string, n int) []string {
+	if len(names) > n {
+		return append(names[:n:n], fmt.Sprintf("and %d more", len(names)-n))
+	}
+	return names
+}
+
+func count(m map[string]bool) int {
+	n := 0
+	for _, ok := range m {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 // stale reports that a live heartbeat was not refreshed for more than one flush interval:
