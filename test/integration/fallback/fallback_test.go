@@ -223,6 +223,9 @@ func TestFallbackAcceptance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := agentLapses(t, s); n != lapses+1 {
+		t.Errorf("ballast-control logged the killed agent's heartbeat expiring %d time(s), want once", n-lapses)
+	}
 	t.Logf("agent killed: core's first metrics.k8s.io fallback sample in the store %v later (heartbeat TTL %v, flush interval 2s)",
 		handOver.Round(100*time.Millisecond), last.TTL)
 	// Stay down for a few readings, then restart.
