@@ -26,6 +26,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/podcache"
 	"github.com/ballastk8s/ballast/pkg/control/reconciler"
 )
 
@@ -46,7 +47,9 @@ type Parts struct {
 func Setup(ctx context.Context, mgr ctrl.Manager, clk clock.PassiveClock, state *config.State, reg prometheus.Registerer,
 	ev *events.Recorder, log logr.Logger, o Options) (*Parts, error) {
 	uc, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: cache.TransformStripManagedFields()})
+		DefaultTransform: cache.TransformStripManagedFields(),
+		// Every pod of the cluster is here: only the fields Ballast reads are kept.
+		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: podcache.Slim}}})
 	if err != nil {
 		return nil, fmt.Errorf("creating the understudy cache: %w", err)
 	}

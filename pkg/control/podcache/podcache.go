@@ -1,0 +1,138 @@
+// Package podcache keeps ballast-control's cached pods small: the informer caches (the
+// manager's enrolled pods, Understudy's every pod) hold each pod with only the fields some
+// controller or webhook of ballast-control reads, so the control plane's memory follows
+// what it needs per pod, not what the pod's authors wrote into it.
+//
+// A slim pod is for reading. Nothing in ballast-control sends a cached pod back to the API
+// server whole: every pod write is a patch built from explicit fields (annotations, the
+// resize subresource), so the fields left out here are never cleared on the server.
+package podcache
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// lastApplied is kubectl's copy of the whole object, as large as the pod spec; nothing in
+// ballast-control reads it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Slim is a cache TransformFunc (cache.ByObject.Transform): pods lose managedFields and
+// every field ballast-control does not read; other objects pass unchanged. It edits the
+// object in place (the informer's own freshly decoded copy) and is idempotent.
+//
+// Kept: metadata (less managedFields and the last-applied annotation); the spec's node,
+// priority, preemption policy, overhead, readiness gates, restart policy, emptyDir volumes
+// (the fallback sums disk-backed ones) and, per container, name, resources, resize and
+// restart policy; the status's phase, conditions, QoS class, resize and per container
+// name, state, last state, readiness, restarts, resources and allocations.
+func Slim(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	if _, ok := pod.Annotations[lastApplied]; ok {
+		delete(pod.Annotations, lastApplied)
+	}
+	pod.Spec = slimSpec(pod.Spec)
+	pod.Status = slimStatus(pod.Status)
+	share(pod.Spec.Containers, pod.Status.ContainerStatuses)
+	share(pod.Spec.InitContainers, pod.Status.InitContainerStatuses)
+	return pod, nil
+}
+
+// share points a container status's resource lists at the spec's when they are equal (the
+// usual case once a resize is done): each list is a map of its own, about 600 bytes for two
+// resources, and a pod has five per container. Readers see the same values; a cached
+// object is never written to, and a DeepCopy copies each list on its own.
+func share(spec []corev1.Container, statuses []corev1.ContainerStatus) {
+	for i := range statuses {
+		st := &statuses[i]
+		var ct *corev1.Container
+		for j := range spec {
+			if spec[j].Name == st.Name {
+				ct = &spec[j]
+				break
+			}
+		}
+		if ct == nil {
+			continue
+		}
+		same := func(l *corev1.ResourceList, to corev1.ResourceList) {
+			if *l != nil && to != nil && equality.Semantic.DeepEqual(*l, to) {
+				*l = to
+			}
+		}
+		same(&st.AllocatedResources, ct.Resources.Requests)
+		if st.Resources != nil {
+			same(&st.Resources.Requests, ct.Resources.Requests)
+			same(&st.Resources.Limits, ct.Resources.Limits)
+		}
+	}
+}
+
+func slimSpec(s corev1.PodSpec) corev1.PodSpec {
+	out := corev1.PodSpec{
+		NodeName:          s.NodeName,
+		Priority:          s.Priority,
+		PriorityClassName: s.PriorityClassName,
+		PreemptionPolicy:  s.PreemptionPolicy,
+		Overhead:          s.Overhead,
+		ReadinessGates:    s.ReadinessGates,
+		RestartPolicy:     s.RestartPolicy,
+		Resources:         s.Resources, // pod-level resources
+		Containers:        slimContainers(s.Containers),
+		InitContainers:    slimContainers(s.InitContainers),
+	}
+	for _, v := range s.Volumes {
+		if v.EmptyDir != nil {
+			out.Volumes = append(out.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{EmptyDir: v.EmptyDir}})
+		}
+	}
+	return out
+}
+
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, ResizePolicy: c.ResizePolicy, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
+
+func slimStatus(s corev1.PodStatus) corev1.PodStatus {
+	out := corev1.PodStatus{
+		Phase:      s.Phase,
+		Conditions: s.Conditions,
+		Reason:     s.Reason,
+		Message:    s.Message,
+		QOSClass:   s.QOSClass,
+		Resize:     s.Resize, //nolint:staticcheck // still set by older kubelets
+		StartTime:  s.StartTime,
+		Resources:  s.Resources,
+
+		AllocatedResources: s.AllocatedResources,
+
+		ObservedGeneration:    s.ObservedGeneration,
+		ContainerStatuses:     slimStatuses(s.ContainerStatuses),
+		InitContainerStatuses: slimStatuses(s.InitContainerStatuses),
+	}
+	return out
+}
+
+func slimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if ss == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(ss))
+	for i, s := range ss {
+		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, LastTerminationState: s.LastTerminationState,
+			Ready: s.Ready, Started: s.Started, RestartCount: s.RestartCount,
+			Resources: s.Resources, AllocatedResources: s.AllocatedResources}
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package podcache
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"runtime"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/sizing"
+)
+
+// readPod decodes the testdata pod: a Deployment's pod as the API server serves it after
+// admission (service-account volume, tolerations, managedFields, kubelet status).
+func readPod(t testing.TB) (*corev1.Pod, []byte) {
+	t.Helper()
+	b, err := os.ReadFile("testdata/deployment-pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &corev1.Pod{}
+	if err := json.Unmarshal(b, p); err != nil {
+		t.Fatal(err)
+	}
+	return p, b
+}
+
+func slim(t testing.TB, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	out, err := Slim(p.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.(*corev1.Pod)
+}
+
+// TestSlimKeepsWhatBallastReads: what the controllers read survives, field for field, the
+// rest is gone, QoS class and resources derived from the slim pod are the full pod's, and
+// a second pass changes nothing.
+func TestSlimKeepsWhatBallastReads(t *testing.T) {
+	full, _ := readPod(t)
+	s := slim(t, full)
+
+	meta := full.ObjectMeta.DeepCopy()
+	meta.ManagedFields = nil
+	if !equality.Semantic.DeepEqual(s.ObjectMeta, *meta) {
+		t.Errorf("metadata changed beyond managedFields:\n%+v\nwant\n%+v", s.ObjectMeta, *meta)
+	}
+	if s.Annotations[ballastv1.ProfileRefAnnotation] == "" || s.Labels[ballastv1.ModeLabel] != "resize" {
+		t.Errorf("Ballast's label or annotation lost: %v %v", s.Labels, s.Annotations)
+	}
+	for i, c := range full.Spec.Containers {
+		got := s.Spec.Containers[i]
+		if got.Name != c.Name || !equality.Semantic.DeepEqual(got.Resources, c.Resources) ||
+			!reflect.DeepEqual(got.ResizePolicy, c.ResizePolicy) || !reflect.DeepEqual(got.RestartPolicy, c.RestartPolicy) {
+			t.Errorf("container %s: %+v", c.Name, got)
+		}
+		if got.Image != "" || got.Env != nil || got.VolumeMounts != nil || got.ReadinessProbe != nil || got.SecurityContext != nil {
+			t.Errorf("container %s keeps fields nobody reads: %+v", c.Name, got)
+		}
+	}
+	for i, cs := range full.Status.ContainerStatuses {
+		got := s.Status.ContainerStatuses[i]
+		want := corev1.ContainerStatus{Name: cs.Name, State: cs.State, LastTerminationState: cs.LastTerminationState, Ready: cs.Ready,
+			Started: cs.Started, RestartCount: cs.RestartCount, Resources: cs.Resources, AllocatedResources: cs.AllocatedResources}
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("status of %s: %+v, want %+v", cs.Name, got, want)
+		}
+	}
+	if got := s.Status.ContainerStatuses[1].LastTerminationState.Terminated; got == nil || got.Reason != "OOMKilled" {
+		t.Errorf("the OOM kill in lastState is lost: %+v", got)
+	}
+	if s.Spec.NodeName != full.Spec.NodeName || s.Status.Phase != full.Status.Phase ||
+		!equality.Semantic.DeepEqual(s.Status.Conditions, full.Status.Conditions) || s.Status.QOSClass != full.Status.QOSClass {
+		t.Errorf("node, phase, conditions or QoS class lost: %+v", s.Status)
+	}
+	if len(s.Spec.Volumes) != 1 || s.Spec.Volumes[0].EmptyDir == nil || s.Spec.Volumes[0].EmptyDir.SizeLimit.String() != "1Gi" {
+		t.Errorf("volumes %+v, want the emptyDir only", s.Spec.Volumes)
+	}
+	if s.Spec.Tolerations != nil || s.Spec.Affinity != nil || s.Status.PodIPs != nil {
+		t.Errorf("scheduling and network fields kept: %+v", s.Spec)
+	}
+	if got, want := sizing.QoS(s), sizing.QoS(full); got != want || got != corev1.PodQOSBurstable {
+		t.Errorf("QoS of the slim pod %s, of the full pod %s", got, want)
+	}
+	again := slim(t, s)
+	if !equality.Semantic.DeepEqual(again, s) {
+		t.Errorf("a second pass changed the pod")
+	}
+	cm := &corev1.ConfigMap{Data: map[string]string{"a": "b"}}
+	if out, _ := Slim(cm); out != any(cm) || cm.Data["a"] != "b" {
+		t.Errorf("other objects must pass unchanged")
+	}
+}
+
+// BenchmarkCachedPod reports the heap one cached pod holds, decoded as the informer decodes
+// it, with managedFields stripped only (the previous transform) and slimmed.
+func BenchmarkCachedPod(b *testing.B) {
+	_, raw := readPod(b)
+	const n = 2000
+	measure := func(transform func(*corev1.Pod) any) float64 {
+		keep := make([]any, 0, n)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			p := &corev1.Pod{}
+			if err := json.Unmarshal(raw, p); err != nil {
+				b.Fatal(err)
+			}
+			keep = append(keep, transform(p))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(keep)
+		return float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	var stripped, slimmed float64
+	for b.Loop() {
+		stripped = measure(func(p *corev1.Pod) any { p.ManagedFields = nil; return p })
+		slimmed = measure(func(p *corev1.Pod) any { o, _ := Slim(p); return o })
+	}
+	b.ReportMetric(stripped, "B/pod-stripped")
+	b.ReportMetric(slimmed, "B/pod-slim")
+	b.ReportMetric(stripped/slimmed, "ratio")
+}
