@@ -68,6 +68,9 @@ type LiveScale struct {
 	Unrecomputed                     int     // profiles without usage statistics at the end
 	ControlCPUCores                  float64 // ballast-control CPU-seconds ÷ steady wall seconds
 	ControlRSSMiB, ControlPeakMiB    float64 // at the end; VmHWM (the peak since start, churn included)
+	// EnrolledRSSMiB, EnrolledPeakMiB and EnrolledHeapMiB are ballast-control's RSS, VmHWM and
+	// Go heap in use (go_memstats_heap_inuse_bytes) once every profile has its hash.
+	EnrolledRSSMiB, EnrolledPeakMiB, EnrolledHeapMiB float64
 	ValkeyOpsPerS                    float64
 	ValkeyUsedMiB, ValkeyRSSMiB      float64
 	WritesPerMin                     map[string]float64 // API-server writes by resource over the steady phase
@@ -143,6 +146,11 @@ func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveS
 	}
 	r.EnrolledS = time.Since(t0).Seconds()
 	fmt.Printf("%s  every profile has its measurementHash %.0f s after the churn began\n", now(), r.EnrolledS)
+	ps := s.ProcStats()["ballast-control"]
+	me, _ := ctl.scrape()
+	r.EnrolledRSSMiB, r.EnrolledPeakMiB = ps.RSSMiB, ps.PeakMiB
+	r.EnrolledHeapMiB = sumOr0(me, "go_memstats_heap_inuse_bytes", nil) / (1 << 20)
+	fmt.Printf("%s  ballast-control: RSS %.0f MiB, peak %.0f MiB, Go heap in use %.0f MiB\n", now(), ps.RSSMiB, ps.PeakMiB, r.EnrolledHeapMiB)
 
 	vc, err := store.Open(s.Valkey.URL())
 	if err != nil {
@@ -153,6 +161,13 @@ func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveS
 	if err != nil {
 		return r, err
 	}
+	// The backlog is written before the agents start: on two cores, writing it while 1,000
+	// agents flush took longer than the run could wait.
+	th := time.Now()
+	if err := simagent.History(ctx, w, ctl.hashes(), time.Now().UTC(), o.History, 1); err != nil {
+		return r, err
+	}
+	r.HistoryWriteS = time.Since(th).Seconds()
 	actx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
 	var counters simagent.Counters
@@ -163,13 +178,8 @@ func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveS
 		i++
 		go func() { a.Run(actx, w, &counters); done <- struct{}{} }()
 	}
-	th := time.Now()
-	if err := simagent.History(ctx, w, ctl.hashes(), time.Now().UTC(), o.History, 1); err != nil {
-		return r, err
-	}
-	r.HistoryWriteS = time.Since(th).Seconds()
-	fmt.Printf("%s  agents of %d nodes flushing every %s; %s of history per series written in %.0f s\n",
-		now(), len(nodeHashes), o.Flush, o.History, r.HistoryWriteS)
+	fmt.Printf("%s  %s of history per series written in %.0f s; agents of %d nodes flushing every %s\n",
+		now(), o.History, r.HistoryWriteS, len(nodeHashes), o.Flush)
 	if r.ColdPassS, err = ctl.pass(ctx, workloads); err != nil {
 		return r, err
 	}

@@ -23,6 +23,7 @@ func liveMarkdown(l *LiveScale) string {
 	row("profile reconciles/s (needed: profiles ÷ interval)", "%.0f (%.0f), %.0f workers, mean %.1f ms, queue wait %.1f ms, max depth %.0f, %0.f errors",
 		l.ReconcilesPerS, l.NeededPerS, l.Workers, l.ReconcileMeanMs, l.QueueWaitMeanMs, l.QueueDepthMax, l.ReconcileErrors)
 	row("age of profiles' newest statistics at the end: median / oldest", "%.0f / %.0f s (%d without statistics)", l.MedianAgeS, l.StalestS, l.Unrecomputed)
+	row("ballast-control once enrolled: RSS / peak / Go heap in use", "%.0f / %.0f / %.0f MiB", l.EnrolledRSSMiB, l.EnrolledPeakMiB, l.EnrolledHeapMiB)
 	row("ballast-control RSS: end / peak; CPU", "%.0f / %.0f MiB; %.2f cores", l.ControlRSSMiB, l.ControlPeakMiB, l.ControlCPUCores)
 	row("Valkey", "%.0f commands/s, %.0f MiB used (%.0f MiB RSS)", l.ValkeyOpsPerS, l.ValkeyUsedMiB, l.ValkeyRSSMiB)
 	row("API-server writes per minute (steady)", "%s", perMinList(l.WritesPerMin))

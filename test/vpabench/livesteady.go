@@ -16,7 +16,7 @@ import (
 )
 
 // controlMetrics are the prefixes of ballast-control's metrics the live run reads.
-var controlMetrics = []string{"controller_runtime_", "workqueue_"}
+var controlMetrics = []string{"controller_runtime_", "workqueue_", "go_memstats_heap_inuse_bytes"}
 
 var profilesController = map[string]string{"controller": "profiles"}
 
