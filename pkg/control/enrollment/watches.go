@@ -106,6 +106,9 @@ func (c *Controller) namespacePods(ctx context.Context, o client.Object) []recon
 // ProfileRefIndex is the cache field index of pods by their profile-ref annotation.
 const ProfileRefIndex = "ballast.profileRef"
 
+// ModeIndex is the cache field index of pods by their mode label's value.
+const ModeIndex = "ballast.mode"
+
 func (c *Controller) profilePods(ctx context.Context, o client.Object) []reconcile.Request {
 	return c.list(ctx, client.MatchingFields{ProfileRefIndex: o.GetName()})
 }

@@ -10,7 +10,6 @@ package podcache
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // lastApplied is kubectl's copy of the whole object, as large as the pod spec; nothing in
@@ -37,39 +36,26 @@ func Slim(obj any) (any, error) {
 	}
 	pod.Spec = slimSpec(pod.Spec)
 	pod.Status = slimStatus(pod.Status)
-	share(pod.Spec.Containers, pod.Status.ContainerStatuses)
-	share(pod.Spec.InitContainers, pod.Status.InitContainerStatuses)
+	internLists(pod)
 	return pod, nil
 }
 
-// share points a container status's resource lists at the spec's when they are equal (the
-// usual case once a resize is done): each list is a map of its own, about 600 bytes for two
-// resources, and a pod has five per container. Readers see the same values; a cached
-// object is never written to, and a DeepCopy copies each list on its own.
-func share(spec []corev1.Container, statuses []corev1.ContainerStatus) {
-	for i := range statuses {
-		st := &statuses[i]
-		var ct *corev1.Container
-		for j := range spec {
-			if spec[j].Name == st.Name {
-				ct = &spec[j]
-				break
-			}
-		}
-		if ct == nil {
-			continue
-		}
-		same := func(l *corev1.ResourceList, to corev1.ResourceList) {
-			if *l != nil && to != nil && equality.Semantic.DeepEqual(*l, to) {
-				*l = to
-			}
-		}
-		same(&st.AllocatedResources, ct.Resources.Requests)
-		if st.Resources != nil {
-			same(&st.Resources.Requests, ct.Resources.Requests)
-			same(&st.Resources.Limits, ct.Resources.Limits)
-		}
+// Placement is the transform of Understudy's cache, which holds every pod of the cluster
+// and reads only whose pod it is, where it runs and whether it is Ready: metadata (less
+// managedFields and the last-applied annotation), the node, readiness gates, phase and
+// conditions.
+func Placement(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
 	}
+	pod.ManagedFields = nil
+	if _, ok := pod.Annotations[lastApplied]; ok {
+		delete(pod.Annotations, lastApplied)
+	}
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, ReadinessGates: pod.Spec.ReadinessGates}
+	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions, Reason: pod.Status.Reason}
+	return pod, nil
 }
 
 func slimSpec(s corev1.PodSpec) corev1.PodSpec {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -91,9 +92,51 @@ func TestSlimKeepsWhatBallastReads(t *testing.T) {
 	if !equality.Semantic.DeepEqual(again, s) {
 		t.Errorf("a second pass changed the pod")
 	}
+	// Equal lists are one map: within the pod (spec and status of a resized container) and
+	// across pods (replicas); a DeepCopy, what a controller changes, has lists of its own.
+	other := slim(t, full)
+	api, st := s.Spec.Containers[0].Resources, s.Status.ContainerStatuses[0]
+	if !sameMap(api.Requests, st.AllocatedResources) || !sameMap(api.Requests, st.Resources.Requests) || !sameMap(api.Limits, st.Resources.Limits) {
+		t.Errorf("the status's resource lists equal to the spec's are not shared")
+	}
+	if !sameMap(api.Requests, other.Spec.Containers[0].Resources.Requests) || sameMap(api.Requests, api.Limits) {
+		t.Errorf("replicas' equal lists are not shared, or unequal ones are")
+	}
+	cp := s.DeepCopy()
+	cp.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("3")
+	if q := other.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; q.String() != "500m" {
+		t.Errorf("changing a DeepCopy changed another cached pod: cpu %s", q.String())
+	}
 	cm := &corev1.ConfigMap{Data: map[string]string{"a": "b"}}
 	if out, _ := Slim(cm); out != any(cm) || cm.Data["a"] != "b" {
 		t.Errorf("other objects must pass unchanged")
+	}
+}
+
+func sameMap(a, b corev1.ResourceList) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// TestPlacementKeepsWhatUnderstudyReads: owner, node, readiness and phase survive (what
+// DeploymentOf, PodReady and podGone read), nothing of the containers does.
+func TestPlacementKeepsWhatUnderstudyReads(t *testing.T) {
+	full, _ := readPod(t)
+	full.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	out, err := Placement(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := out.(*corev1.Pod)
+	if p.Spec.NodeName != full.Spec.NodeName || !reflect.DeepEqual(p.Spec.ReadinessGates, full.Spec.ReadinessGates) ||
+		p.Status.Phase != full.Status.Phase || !equality.Semantic.DeepEqual(p.Status.Conditions, full.Status.Conditions) ||
+		!reflect.DeepEqual(p.OwnerReferences, full.OwnerReferences) || !reflect.DeepEqual(p.Labels, full.Labels) || p.ManagedFields != nil {
+		t.Errorf("placement lost what Understudy reads: %+v", p)
+	}
+	if p.Spec.Containers != nil || p.Status.ContainerStatuses != nil || p.Spec.Volumes != nil {
+		t.Errorf("placement keeps containers or volumes")
+	}
+	if again, _ := Placement(p.DeepCopy()); !equality.Semantic.DeepEqual(again, p) {
+		t.Errorf("a second pass changed the pod")
 	}
 }
 
@@ -119,12 +162,14 @@ func BenchmarkCachedPod(b *testing.B) {
 		runtime.KeepAlive(keep)
 		return float64(after.HeapAlloc-before.HeapAlloc) / n
 	}
-	var stripped, slimmed float64
+	var stripped, slimmed, placed float64
 	for b.Loop() {
 		stripped = measure(func(p *corev1.Pod) any { p.ManagedFields = nil; return p })
 		slimmed = measure(func(p *corev1.Pod) any { o, _ := Slim(p); return o })
+		placed = measure(func(p *corev1.Pod) any { o, _ := Placement(p); return o })
 	}
 	b.ReportMetric(stripped, "B/pod-stripped")
 	b.ReportMetric(slimmed, "B/pod-slim")
-	b.ReportMetric(stripped/slimmed, "ratio")
+	b.ReportMetric(placed, "B/pod-placement")
+	b.ReportMetric(stripped/slimmed, "ratio-slim")
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -44,7 +45,7 @@ func memoryRaise(pod *corev1.Pod, ctr *corev1.Container, lim, newLim resource.Qu
 // stops at f's first error.
 func eachResizeProfile(ctx context.Context, c client.Reader, f func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error) error {
 	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.MatchingLabels{ballastv1.ModeLabel: ballastv1.ModeResize}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, pods, client.MatchingFields{enrollment.ModeIndex: ballastv1.ModeResize}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	byProfile := map[string]map[string]*corev1.Pod{}

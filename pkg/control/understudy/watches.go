@@ -48,8 +48,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, clk clock.PassiveClock, state 
 	ev *events.Recorder, log logr.Logger, o Options) (*Parts, error) {
 	uc, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultTransform: cache.TransformStripManagedFields(),
-		// Every pod of the cluster is here: only the fields Ballast reads are kept.
-		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: podcache.Slim}}})
+		// Every pod of the cluster is here: only owner, node, phase and readiness are kept.
+		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: podcache.Placement}}})
 	if err != nil {
 		return nil, fmt.Errorf("creating the understudy cache: %w", err)
 	}
