@@ -17,7 +17,7 @@ import (
 // registerOptIn adds the leader-only controller of opt-in relocations: Deployments that
 // carry RelocationStateAnnotation (the initial list finds those a previous leader left) and
 // the pods of those Deployments.
-func (c *Controller) registerOptIn(mgr ctrl.Manager, uc cache.Cache) error {
+func (c *Controller) registerOptIn(mgr ctrl.Manager, uc cache.Cache, podCaches []cache.Cache) error {
 	self := func(d *appsv1.Deployment) []reconcile.Request {
 		k := client.ObjectKeyFromObject(d)
 		if _, ok := d.Annotations[RelocationStateAnnotation]; ok || c.optIns.has(k) {
@@ -25,18 +25,20 @@ func (c *Controller) registerOptIn(mgr ctrl.Manager, uc cache.Cache) error {
 		}
 		return nil
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("understudy-relocation").
+	b := ctrl.NewControllerManagedBy(mgr).Named("understudy-relocation").
 		WatchesRawSource(source.Kind(uc, &appsv1.Deployment{}, handler.TypedEnqueueRequestsFromMapFunc(
-			func(_ context.Context, d *appsv1.Deployment) []reconcile.Request { return self(d) }))).
-		WatchesRawSource(source.Kind(uc, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, d *appsv1.Deployment) []reconcile.Request { return self(d) })))
+	for _, pc := range podCaches {
+		b = b.WatchesRawSource(source.Kind(pc, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, p *corev1.Pod) []reconcile.Request {
 				k := types.NamespacedName{Namespace: p.Namespace, Name: DeploymentOf(p)}
 				if k.Name != "" && c.optIns.has(k) {
 					return []reconcile.Request{{NamespacedName: k}}
 				}
 				return nil
-			}))).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			})))
+	}
+	return b.Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return c.ReconcileOptIn(ctx, req.NamespacedName)
 		}))
 }

@@ -41,15 +41,17 @@ type Parts struct {
 	Relocator *Relocator
 }
 
-// Setup builds Understudy on mgr: a cache of its own (every pod, unlike the manager's
-// enrolled-pods cache), the index, the controller and the eviction webhook at
+// Setup builds Understudy on mgr: a cache of its own (the pods the manager's
+// enrolled-pods cache leaves out, nodes, Deployments, HPAs, Understudies), read together
+// with the manager's pods (podReader), the index, the controller and the eviction webhook at
 // ballastv1.EvictionWebhookPath on the manager's webhook server.
 func Setup(ctx context.Context, mgr ctrl.Manager, clk clock.PassiveClock, state *config.State, reg prometheus.Registerer,
 	ev *events.Recorder, log logr.Logger, o Options) (*Parts, error) {
 	uc, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultTransform: cache.TransformStripManagedFields(),
-		// Every pod of the cluster is here: only owner, node, phase and readiness are kept.
-		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: podcache.Placement}}})
+		// The pods the manager's cache does not hold, with only owner, node, phase and
+		// readiness: together with the manager's, every pod of the cluster (podReader).
+		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: notEnrolled(), Transform: podcache.Placement}}})
 	if err != nil {
 		return nil, fmt.Errorf("creating the understudy cache: %w", err)
 	}
@@ -82,14 +84,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, clk clock.PassiveClock, state 
 		}
 	}
 	m := NewMetrics(reg, clk)
+	reader := podReader{Reader: uc, enrolled: mgr.GetCache()}
+	podCaches := []cache.Cache{uc, mgr.GetCache()}
 	p := &Parts{Index: idx, Cache: uc,
-		Controller: New(clk, uc, mgr.GetClient(), state, m, ev, log, o),
-		Evictions:  NewEvictions(clk, uc, mgr.GetClient(), idx, state, m, ev, log, o)}
+		Controller: New(clk, reader, mgr.GetClient(), state, m, ev, log, o),
+		Evictions:  NewEvictions(clk, reader, mgr.GetClient(), idx, state, m, ev, log, o)}
 	p.Relocator = NewRelocator(p.Controller, idx)
-	if err := p.Controller.register(mgr, uc, idx); err != nil {
+	if err := p.Controller.register(mgr, uc, podCaches, idx); err != nil {
 		return nil, err
 	}
-	if err := p.Controller.registerOptIn(mgr, uc); err != nil {
+	if err := p.Controller.registerOptIn(mgr, uc, podCaches); err != nil {
 		return nil, err
 	}
 	mgr.GetWebhookServer().Register(ballastv1.EvictionWebhookPath, &admission.Webhook{Handler: p.Evictions})
@@ -104,7 +108,7 @@ func upsert(idx *Index, obj any) {
 
 // register adds the leader-only controller: Understudies, their Deployments and pods, HPAs,
 // doom-relevant node changes and kill-switch changes.
-func (c *Controller) register(mgr ctrl.Manager, uc cache.Cache, idx *Index) error {
+func (c *Controller) register(mgr ctrl.Manager, uc cache.Cache, podCaches []cache.Cache, idx *Index) error {
 	owner := func(ns, dep string) []reconcile.Request {
 		if k, ok := idx.Owner(types.NamespacedName{Namespace: ns, Name: dep}); ok {
 			return []reconcile.Request{{NamespacedName: k}}
@@ -135,18 +139,20 @@ func (c *Controller) register(mgr ctrl.Manager, uc cache.Cache, idx *Index) erro
 			}
 		}
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("understudy").
+	b := ctrl.NewControllerManagedBy(mgr).Named("understudy").
 		WatchesRawSource(source.Kind(uc, &ballastv1.Understudy{}, &handler.TypedEnqueueRequestForObject[*ballastv1.Understudy]{})).
 		WatchesRawSource(source.Kind(uc, &appsv1.Deployment{}, handler.TypedEnqueueRequestsFromMapFunc(
-			func(_ context.Context, d *appsv1.Deployment) []reconcile.Request { return owner(d.Namespace, d.Name) }))).
-		WatchesRawSource(source.Kind(uc, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, d *appsv1.Deployment) []reconcile.Request { return owner(d.Namespace, d.Name) })))
+	for _, pc := range podCaches {
+		b = b.WatchesRawSource(source.Kind(pc, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, p *corev1.Pod) []reconcile.Request {
 				if dep := DeploymentOf(p); dep != "" && idx.Guards(p.Namespace) {
 					return owner(p.Namespace, dep)
 				}
 				return nil
-			}))).
-		WatchesRawSource(source.Kind(uc, &autoscalingv2.HorizontalPodAutoscaler{}, handler.TypedEnqueueRequestsFromMapFunc(
+			})))
+	}
+	return b.WatchesRawSource(source.Kind(uc, &autoscalingv2.HorizontalPodAutoscaler{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, h *autoscalingv2.HorizontalPodAutoscaler) []reconcile.Request {
 				return all(ctx, h.Namespace)
 			}))).
