@@ -39,6 +39,6 @@ func (c *Controller) registerOptIn(mgr ctrl.Manager, uc cache.Cache, podCaches [
 			})))
 	}
 	return b.Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			return c.ReconcileOptIn(ctx, req.NamespacedName)
-		}))
+		return c.ReconcileOptIn(ctx, req.NamespacedName)
+	}))
 }

@@ -153,9 +153,9 @@ func (c *Controller) register(mgr ctrl.Manager, uc cache.Cache, podCaches []cach
 			})))
 	}
 	return b.WatchesRawSource(source.Kind(uc, &autoscalingv2.HorizontalPodAutoscaler{}, handler.TypedEnqueueRequestsFromMapFunc(
-			func(ctx context.Context, h *autoscalingv2.HorizontalPodAutoscaler) []reconcile.Request {
-				return all(ctx, h.Namespace)
-			}))).
+		func(ctx context.Context, h *autoscalingv2.HorizontalPodAutoscaler) []reconcile.Request {
+			return all(ctx, h.Namespace)
+		}))).
 		WatchesRawSource(source.Kind(uc, &corev1.Node{}, nodeHandler(func(ctx context.Context) []reconcile.Request { return all(ctx, "") }))).
 		WatchesRawSource(source.Channel(killChanged, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request { return all(ctx, "") }))).
