@@ -81,14 +81,19 @@ func (h *Histogram) Merge(o *Histogram) {
 	if h.Buckets == nil {
 		h.Buckets = make(map[int32]int64, len(o.Buckets))
 	}
+	for i, c := range o.Buckets {
+		h.Buckets[i] += c
+	}
+	h.mergeStats(o)
+}
+
+// mergeStats adds o's statistics (everything but the buckets) to h's; o is not empty.
+func (h *Histogram) mergeStats(o *Histogram) {
 	if h.N == 0 {
 		h.Lo, h.Hi, h.FirstUnix, h.LastUnix = o.Lo, o.Hi, o.FirstUnix, o.LastUnix
 	} else {
 		h.Lo, h.Hi = min(h.Lo, o.Lo), max(h.Hi, o.Hi)
 		h.FirstUnix, h.LastUnix = min(h.FirstUnix, o.FirstUnix), max(h.LastUnix, o.LastUnix)
-	}
-	for i, c := range o.Buckets {
-		h.Buckets[i] += c
 	}
 	h.N += o.N
 	h.Total += o.Total

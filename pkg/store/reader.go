@@ -58,7 +58,9 @@ type ReaderStats struct {
 type cachedHist struct {
 	id    series.SeriesID
 	start time.Time
-	hist  *series.Histogram
+	// hist is packed: the cache holds every series' rollups and open windows, and a map of
+	// buckets costs several times the packed form.
+	hist *series.Packed
 	// settled marks a window read after it closed: it is not read again before it folds.
 	settled bool
 }
@@ -214,7 +216,7 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 			if err != nil {
 				return fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
 			}
-			rollups[m] = cachedHist{id: id, start: start, hist: h}
+			rollups[m] = cachedHist{id: id, start: start, hist: series.Pack(h)}
 		}
 		r.rollups.Add(int64(len(members)))
 		r.reloads.Add(1)
@@ -323,12 +325,12 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 			order = append(order, rm)
 		}
 		g.windows = append(g.windows, compactWindow{member: m, count: count, hist: c})
-		g.delta.Merge(c.hist)
+		g.delta.MergePacked(c.hist)
 	}
 	for _, m := range kept {
 		if listedSet[m] { // else its pending entry was dropped: it expired
 			c := pc.open[m]
-			place(m, strconv.FormatInt(c.hist.N, 10), c)
+			place(m, strconv.FormatInt(c.hist.N(), 10), c)
 		}
 	}
 	for m, fields := range read {
@@ -346,7 +348,7 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		if err != nil {
 			return false, fmt.Errorf("reading window %s of %s: %w", m, profile, err)
 		}
-		place(m, fields[series.FieldCount], cachedHist{id: id, start: start, hist: h, settled: l.Closed(start, now)})
+		place(m, fields[series.FieldCount], cachedHist{id: id, start: start, hist: series.Pack(h), settled: l.Closed(start, now)})
 	}
 	r.windows.Add(int64(len(read) - len(gone)))
 	pc.reread = nil
@@ -368,7 +370,7 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		g.form, g.sent = formDelta, g.delta
 		if !g.start.Before(cutoff) {
 			if c, ok := pc.rollups[rm]; ok {
-				g.form, g.sent = formFull, c.hist.Clone()
+				g.form, g.sent = formFull, c.hist.Unpack()
 				g.sent.Merge(g.delta)
 			} else {
 				g.form = formNew // the whole rollup is the delta, unless the script finds one
@@ -389,8 +391,8 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		}
 		expect = cr.after
 		for m, c := range cr.rolled {
-			if g := groups[m]; g != nil && g.form != formDelta && c.hist.N == 0 {
-				c.hist = g.sent // written as sent: the script sent nothing back
+			if g := groups[m]; g != nil && g.form != formDelta && c.hist.N() == 0 {
+				c.hist = series.Pack(g.sent) // written as sent: the script sent nothing back
 			}
 			pc.rollups[m] = c
 		}
@@ -490,7 +492,7 @@ func (pc *profileCache) merge(cutoff time.Time) map[series.SeriesID]*series.Hist
 			h = &series.Histogram{}
 			out[c.id] = h
 		}
-		h.Merge(c.hist)
+		h.MergePacked(c.hist)
 	}
 	for m, c := range pc.rollups {
 		if c.start.Before(cutoff) {

@@ -72,7 +72,7 @@ func decodeEntry(profile, member string, pairs []string) (cachedHist, error) {
 	if err != nil {
 		return cachedHist{}, fmt.Errorf("%s: %w", member, err)
 	}
-	return cachedHist{id: id, start: start, hist: h}, nil
+	return cachedHist{id: id, start: start, hist: series.Pack(h)}, nil
 }
 
 func decodePairs(pairs []string) (*series.Histogram, error) {
