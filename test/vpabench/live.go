@@ -71,6 +71,11 @@ type LiveScale struct {
 	// EnrolledRSSMiB, EnrolledPeakMiB and EnrolledHeapMiB are ballast-control's RSS, VmHWM and
 	// Go heap in use (go_memstats_heap_inuse_bytes) once every profile has its hash.
 	EnrolledRSSMiB, EnrolledPeakMiB, EnrolledHeapMiB float64
+	// ColdPeakMiB is ballast-control's VmHWM after the cold pass.
+	ColdPeakMiB float64
+	// PassQueueLeft is the profiles queue's depth a pass ended with when it never emptied
+	// (the pass then counts until the reconciles reached the profile count).
+	PassQueueLeft []float64 `json:",omitempty"`
 	ValkeyOpsPerS                    float64
 	ValkeyUsedMiB, ValkeyRSSMiB      float64
 	WritesPerMin                     map[string]float64 // API-server writes by resource over the steady phase
@@ -184,6 +189,8 @@ func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveS
 		return r, err
 	}
 	fmt.Printf("%s  cold pass (every profile enqueued, backlog read): %.1f s\n", now(), r.ColdPassS)
+	ps = s.ProcStats()["ballast-control"]
+	r.ColdPeakMiB = ps.PeakMiB
 
 	if err := ctl.steady(ctx, r, o); err != nil {
 		return r, err
@@ -192,6 +199,7 @@ func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveS
 		return r, err
 	}
 	fmt.Printf("%s  steady pass (every profile enqueued, agents flushing): %.1f s\n", now(), r.SteadyPassS)
+	r.PassQueueLeft = ctl.notEmptied
 	stopAgents()
 	for range nodeHashes {
 		<-done

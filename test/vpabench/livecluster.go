@@ -30,6 +30,8 @@ type liveCluster struct {
 	owners []*appsv1.ReplicaSet
 	// hashOf is each profile's measurementHash as ballast-control assigned it.
 	hashOf map[string]string
+	// notEmptied is the queue depth each pass left when its queue did not empty.
+	notEmptied []float64
 }
 
 func newLiveCluster(_ context.Context, s *sandbox.Sandbox, o LiveOptions) (*liveCluster, error) {

@@ -24,6 +24,10 @@ func liveMarkdown(l *LiveScale) string {
 		l.ReconcilesPerS, l.NeededPerS, l.Workers, l.ReconcileMeanMs, l.QueueWaitMeanMs, l.QueueDepthMax, l.ReconcileErrors)
 	row("age of profiles' newest statistics at the end: median / oldest", "%.0f / %.0f s (%d without statistics)", l.MedianAgeS, l.StalestS, l.Unrecomputed)
 	row("ballast-control once enrolled: RSS / peak / Go heap in use", "%.0f / %.0f / %.0f MiB", l.EnrolledRSSMiB, l.EnrolledPeakMiB, l.EnrolledHeapMiB)
+	row("ballast-control peak RSS after the cold pass", "%.0f MiB", l.ColdPeakMiB)
+	if len(l.PassQueueLeft) > 0 {
+		row("passes whose queue never emptied (agents requeue faster than profiles are computed): depth left", "%v", l.PassQueueLeft)
+	}
 	row("ballast-control RSS: end / peak; CPU", "%.0f / %.0f MiB; %.2f cores", l.ControlRSSMiB, l.ControlPeakMiB, l.ControlCPUCores)
 	row("Valkey", "%.0f commands/s, %.0f MiB used (%.0f MiB RSS)", l.ValkeyOpsPerS, l.ValkeyUsedMiB, l.ValkeyRSSMiB)
 	row("API-server writes per minute (steady)", "%s", perMinList(l.WritesPerMin))
