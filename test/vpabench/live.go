@@ -75,11 +75,11 @@ type LiveScale struct {
 	ColdPeakMiB float64
 	// PassQueueLeft is the profiles queue's depth a pass ended with when it never emptied
 	// (the pass then counts until the reconciles reached the profile count).
-	PassQueueLeft []float64 `json:",omitempty"`
-	ValkeyOpsPerS                    float64
-	ValkeyUsedMiB, ValkeyRSSMiB      float64
-	WritesPerMin                     map[string]float64 // API-server writes by resource over the steady phase
-	FlushErrors, FlushesPerNode      int64
+	PassQueueLeft               []float64 `json:",omitempty"`
+	ValkeyOpsPerS               float64
+	ValkeyUsedMiB, ValkeyRSSMiB float64
+	WritesPerMin                map[string]float64 // API-server writes by resource over the steady phase
+	FlushErrors, FlushesPerNode int64
 }
 
 // liveMain runs the live scale bench and writes scale-ballast-live.json into dir.
