@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -288,10 +289,29 @@ func (c *Cluster) Stop() {
 
 // FreePort asks the kernel for a free loopback TCP port.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 64 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		handedOutMu.Lock()
+		seen := handedOut[port]
+		handedOut[port] = true
+		handedOutMu.Unlock()
+		if !seen {
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no free port not handed out before after 64 tries")
 }
+
+// handedOut remembers the ports FreePort returned: the kernel may offer a port again as
+// soon as the probe closes it, before the component it was meant for binds it, and two
+// components of one sandbox then race for it (seen: kube-scheduler losing its port to
+// ballast-control's webhook server).
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
