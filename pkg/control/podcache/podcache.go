@@ -30,10 +30,7 @@ func Slim(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	pod.ManagedFields = nil
-	if _, ok := pod.Annotations[lastApplied]; ok {
-		delete(pod.Annotations, lastApplied)
-	}
+	stripMeta(pod)
 	pod.Spec = slimSpec(pod.Spec)
 	pod.Status = slimStatus(pod.Status)
 	internLists(pod)
@@ -49,13 +46,28 @@ func Placement(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	pod.ManagedFields = nil
-	if _, ok := pod.Annotations[lastApplied]; ok {
-		delete(pod.Annotations, lastApplied)
-	}
+	stripMeta(pod)
 	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, ReadinessGates: pod.Spec.ReadinessGates}
 	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions, Reason: pod.Status.Reason}
 	return pod, nil
+}
+
+// stripMeta drops the metadata no reader uses: managedFields and kubectl's last-applied copy.
+func stripMeta(pod *corev1.Pod) {
+	pod.ManagedFields = nil
+	delete(pod.Annotations, lastApplied)
+}
+
+// each returns f of every element, nil for nil.
+func each[T any](in []T, f func(T) T) []T {
+	if in == nil {
+		return nil
+	}
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
 }
 
 func slimSpec(s corev1.PodSpec) corev1.PodSpec {
@@ -80,14 +92,9 @@ func slimSpec(s corev1.PodSpec) corev1.PodSpec {
 }
 
 func slimContainers(cs []corev1.Container) []corev1.Container {
-	if cs == nil {
-		return nil
-	}
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, ResizePolicy: c.ResizePolicy, RestartPolicy: c.RestartPolicy}
-	}
-	return out
+	return each(cs, func(c corev1.Container) corev1.Container {
+		return corev1.Container{Name: c.Name, Resources: c.Resources, ResizePolicy: c.ResizePolicy, RestartPolicy: c.RestartPolicy}
+	})
 }
 
 func slimStatus(s corev1.PodStatus) corev1.PodStatus {
@@ -111,14 +118,9 @@ func slimStatus(s corev1.PodStatus) corev1.PodStatus {
 }
 
 func slimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if ss == nil {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(ss))
-	for i, s := range ss {
-		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State, LastTerminationState: s.LastTerminationState,
+	return each(ss, func(s corev1.ContainerStatus) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: s.Name, State: s.State, LastTerminationState: s.LastTerminationState,
 			Ready: s.Ready, Started: s.Started, RestartCount: s.RestartCount,
 			Resources: s.Resources, AllocatedResources: s.AllocatedResources}
-	}
-	return out
+	})
 }
