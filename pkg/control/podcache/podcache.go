@@ -1,7 +1,8 @@
-// Package podcache keeps ballast-control's cached pods small: the informer caches (the
-// manager's enrolled pods, Understudy's every pod) hold each pod with only the fields some
-// controller or webhook of ballast-control reads, so the control plane's memory follows
-// what it needs per pod, not what the pod's authors wrote into it.
+// Package podcache keeps ballast-control's cached pods small: the manager's cache (enrolled
+// pods, Slim) and Understudy's (the other pods, Placement) hold each pod with only the
+// fields some controller or webhook of ballast-control reads, and equal resource lists are
+// shared across pods, so the control plane's memory follows what it needs per pod, not what
+// the pod's authors wrote into it.
 //
 // A slim pod is for reading. Nothing in ballast-control sends a cached pod back to the API
 // server whole: every pod write is a patch built from explicit fields (annotations, the
