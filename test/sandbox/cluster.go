@@ -59,6 +59,9 @@ type Options struct {
 	MetricsResolution time.Duration
 	// ControlArgs are extra ballast-control flags.
 	ControlArgs []string
+	// ControlMemoryLimit, when > 0, runs ballast-control in a cgroup v1 memory cgroup with
+	// that hard limit, as the kubelet would with limits.memory (root only; Sandbox.ControlCgroup).
+	ControlMemoryLimit int64
 	// StaticNodes run no workload models at all (no agent, no metrics-server reads them):
 	// the nodes are kwok Node objects only, for the live scale bench.
 	StaticNodes bool
@@ -91,7 +94,9 @@ type Sandbox struct {
 	healthURL     string // ballast-control's /readyz
 	// MetricsURL is ballast-control's Prometheus endpoint (plain HTTP, loopback).
 	MetricsURL string
-	cancel     context.CancelFunc
+	// ControlCgroup is ballast-control's memory cgroup (Options.ControlMemoryLimit), else nil.
+	ControlCgroup *MemCgroup
+	cancel        context.CancelFunc
 }
 
 const operatorNS = "ballast-system"
@@ -327,7 +332,16 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(health),
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(metrics), "--metrics-secure=false",
 		"--log-format", "text", "--log-level", "debug"}
-	p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), "ballast-control", s.Opts.ControlBin, append(args, s.Opts.ControlArgs...)...)
+	bin, args := s.Opts.ControlBin, append(args, s.Opts.ControlArgs...)
+	if s.Opts.ControlMemoryLimit > 0 {
+		cg, err := NewMemCgroup(fmt.Sprintf("ballast-control-%d", os.Getpid()), s.Opts.ControlMemoryLimit)
+		if err != nil {
+			return err
+		}
+		s.ControlCgroup = cg
+		bin, args = cg.Wrap(bin, args)
+	}
+	p, err := harness.StartProc(filepath.Join(s.Opts.Dir, "logs"), "ballast-control", bin, args...)
 	if err != nil {
 		return err
 	}
@@ -376,6 +390,9 @@ func (s *Sandbox) Stop() {
 	}
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		s.procs[i].Stop(5 * time.Second)
+	}
+	if s.ControlCgroup != nil {
+		_ = s.ControlCgroup.Remove()
 	}
 	for _, n := range s.Nodes {
 		n.Close()

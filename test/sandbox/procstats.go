@@ -11,6 +11,9 @@ import (
 type ProcStat struct {
 	CPUSeconds      float64
 	RSSMiB, PeakMiB float64 // VmRSS and VmHWM
+	// AnonMiB and FileMiB split RSSMiB: anonymous memory (the heap, stacks) and file pages
+	// (the binary's text and data, which the kernel can drop and read again under a limit).
+	AnonMiB, FileMiB float64
 }
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
@@ -47,6 +50,10 @@ func ReadProcStat(pid int) (ProcStat, error) {
 			st.RSSMiB = kb / 1024
 		case "VmHWM:":
 			st.PeakMiB = kb / 1024
+		case "RssAnon:":
+			st.AnonMiB = kb / 1024
+		case "RssFile:":
+			st.FileMiB = kb / 1024
 		}
 	}
 	return st, nil

@@ -36,6 +36,10 @@ type LiveOptions struct {
 	Steady time.Duration
 	// ControlArgs are extra ballast-control flags.
 	ControlArgs []string
+	// MemoryLimit, when > 0, is ballast-control's limits.memory: its Go soft limit
+	// (BALLAST_CONTAINER_MEMORY_LIMIT) and, where this machine allows, the hard limit of a
+	// memory cgroup it runs in, as the kubelet would run it.
+	MemoryLimit int64
 }
 
 // LiveScale is the live run's result (scale-ballast-live.json).
@@ -75,7 +79,9 @@ type LiveScale struct {
 	ColdPeakMiB float64
 	// PassQueueLeft is the profiles queue's depth a pass ended with when it never emptied
 	// (the pass then counts until the reconciles reached the profile count).
-	PassQueueLeft               []float64 `json:",omitempty"`
+	PassQueueLeft []float64 `json:",omitempty"`
+	// Memory sampled every second over the whole run (Memory).
+	Memory                      liveMemory
 	ValkeyOpsPerS               float64
 	ValkeyUsedMiB, ValkeyRSSMiB float64
 	WritesPerMin                map[string]float64 // API-server writes by resource over the steady phase
@@ -110,8 +116,12 @@ func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveS
 	r := &LiveScale{Nodes: o.Nodes, Pods: o.Pods, Profiles: workloads, Series: workloads * simagent.Containers * len(simagent.Resources),
 		SamplingInterval: o.Sampling.String(), FlushInterval: o.Flush.String(), ControlArgs: o.ControlArgs, WritesPerMin: map[string]float64{}}
 	r.LoadAverage = append(r.LoadAverage, loadavg())
+	var cgLimit int64
+	if o.MemoryLimit > 0 && sandbox.MemCgroupAvailable() {
+		cgLimit = o.MemoryLimit
+	}
 	s, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(dir, "sandbox"), Nodes: o.Nodes, System: sandbox.SystemBallast,
-		ControlBin: controlBin, Light: true, StaticNodes: true, SampleInterval: o.Sampling, Readiness: sandbox.DemoReadiness,
+		ControlBin: controlBin, ControlMemoryLimit: cgLimit, Light: true, StaticNodes: true, SampleInterval: o.Sampling, Readiness: sandbox.DemoReadiness,
 		Progress: os.Stdout, ControlArgs: append([]string{"--log-level", "info"}, o.ControlArgs...),
 		// The bench creates the pods of each ReplicaSet itself (bound to their nodes), so the
 		// controllers that would create, adopt or collect them are off.
@@ -120,6 +130,10 @@ func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveS
 		return nil, err
 	}
 	defer s.Stop()
+	mctx, stopMemory := context.WithCancel(ctx)
+	memDone := make(chan struct{})
+	go func() { r.Memory.sample(mctx, s); close(memDone) }()
+	defer func() { stopMemory(); <-memDone }()
 	ctl, err := newLiveCluster(ctx, s, o)
 	if err != nil {
 		return r, err

@@ -12,10 +12,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/ballastk8s/ballast/pkg/cli"
 	"github.com/ballastk8s/ballast/test/harness"
 	"github.com/ballastk8s/ballast/test/sandbox"
 )
@@ -47,6 +51,7 @@ func main() {
 	flag.DurationVar(&lo.Flush, "flush", 10*time.Second, "ballast-live: the simulated agents' flush interval")
 	flag.DurationVar(&lo.History, "history", 2*time.Hour, "ballast-live: history written per series before the cold pass")
 	flag.DurationVar(&lo.Steady, "steady", 4*time.Minute, "ballast-live: how long the steady phase is measured")
+	memLimit := flag.String("memory-limit", os.Getenv(cli.MemoryLimitEnv), "ballast-live: ballast-control's limits.memory (a quantity): its Go soft limit, and the hard limit of a memory cgroup it runs in where this machine has one")
 	controlArgs := flag.String("control-args", "", "ballast-live: extra ballast-control flags, space-separated")
 	flag.Parse()
 	harness.Logger()
@@ -54,6 +59,16 @@ func main() {
 	defer stop()
 	if *mode == "ballast-live" {
 		lo.Nodes, lo.Pods, lo.Replicas, lo.ControlArgs = *nodes, so.Pods, so.Replicas, strings.Fields(*controlArgs)
+		if *memLimit != "" {
+			q, err := resource.ParseQuantity(*memLimit)
+			if err != nil || q.Value() <= 0 {
+				fmt.Fprintf(os.Stderr, "-memory-limit %q: want a positive quantity such as 512Mi\n", *memLimit)
+				os.Exit(2)
+			}
+			lo.MemoryLimit = q.Value()
+			// ballast-control inherits it: the Go soft limit it sets from limits.memory.
+			os.Setenv(cli.MemoryLimitEnv, strconv.FormatInt(lo.MemoryLimit, 10))
+		}
 		if err := liveMain(ctx, *dir, lo); err != nil {
 			fmt.Fprintln(os.Stderr, "bench-scale-live failed:", err)
 			os.Exit(1)
