@@ -117,7 +117,10 @@ func validContainer(s string) bool {
 //	ballast:{h}:series             hash    token → start (unix s) of the newest window written
 //	ballast:{h}:pending            set     "<token>:<start>" of every window not yet compacted
 //	ballast:{h}:w:<token>:<start>  hash    one window of one series (wire fields, wire.go)
-//	ballast:{h}:r:<token>:<start>  hash    one rollup: closed windows compacted by the reader
+//	ballast:{h}:p:<token>:<start>  string  one rollup: closed windows compacted by the reader,
+//	                                       packed (Packed.AppendBinary)
+//	ballast:{h}:r:<token>:<start>  hash    a rollup as versions before packed rollups stored it
+//	                                       (wire fields); read, never written, gone in a retention
 //	ballast:{h}:rollups            zset    "<token>:<start>" of every rollup, scored by start
 //	ballast:{h}:epoch              string  bumped by every compaction (reader cache check)
 //	ballast:{h}:oom                stream  OOM kills (oom.go)
@@ -171,16 +174,20 @@ func WindowKey(id SeriesID, start time.Time) string {
 	return profilePrefix(id.Profile) + "w:" + Member(id, start)
 }
 
-// RollupKey is the hash of the rollup of id starting at start.
+// RollupKey is the packed rollup of id starting at start.
 func RollupKey(id SeriesID, start time.Time) string {
-	return profilePrefix(id.Profile) + "r:" + Member(id, start)
+	return profilePrefix(id.Profile) + "p:" + Member(id, start)
 }
 
 // WindowKeyOf and RollupKeyOf build keys from a member of the profile.
 func WindowKeyOf(profile, member string) string { return profilePrefix(profile) + "w:" + member }
 
 // RollupKeyOf is RollupKey for a member of the rollups sorted set.
-func RollupKeyOf(profile, member string) string { return profilePrefix(profile) + "r:" + member }
+func RollupKeyOf(profile, member string) string { return profilePrefix(profile) + "p:" + member }
+
+// LegacyRollupKeyOf is the hash a rollup member was stored in before rollups were packed:
+// the reader still reads it, and writing the rollup deletes it.
+func LegacyRollupKeyOf(profile, member string) string { return profilePrefix(profile) + "r:" + member }
 
 // StoreEpochKey holds the store's epoch: the time (unix milliseconds) the control plane
 // first used this store. It has no expiry, so a store that lost its data (flushed, or
@@ -195,7 +202,7 @@ func PurgePatterns(profile string) []string {
 	p := profilePrefix(profile)
 	return []string{
 		IndexKey(profile), PendingKey(profile), RollupsKey(profile), EpochKey(profile), OOMKey(profile), PressureKey(profile),
-		p + "w:*", p + "r:*",
+		p + "w:*", p + "p:*", p + "r:*",
 	}
 }
 

@@ -19,6 +19,20 @@ func packedFixture() *Histogram {
 	return h
 }
 
+// storedFixture is packedFixture's kind of spread with finite sums (a stored rollup's
+// Σx² must be finite, as in a hash).
+func storedFixture() *Histogram {
+	h := &Histogram{}
+	at := time.Unix(1_780_000_000, 0)
+	for i, v := range []float64{0, 0, 1e-300, 0.5, 3, 3, 250, 251, 1e6, 3e12} {
+		if err := h.Add(v, at.Add(time.Duration(i)*time.Second)); err != nil {
+			panic(err)
+		}
+	}
+	h.MarkFallback(2, 10*time.Second)
+	return h
+}
+
 // TestPackRoundTrip: a packed histogram unpacks to the same histogram, merges like the
 // original (into an empty and a non-empty one), and is not changed by either.
 func TestPackRoundTrip(t *testing.T) {
@@ -58,4 +72,75 @@ func FuzzPack(f *testing.F) {
 			t.Fatalf("round trip %+v, want %+v", got, h)
 		}
 	})
+}
+
+// TestPackedBinaryRoundTrip: the stored form decodes to the same histogram, and every
+// truncation or single-byte change of it is refused or decodes to a valid histogram.
+func TestPackedBinaryRoundTrip(t *testing.T) {
+	h := storedFixture()
+	b, err := Pack(h).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := UnmarshalPacked(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Unpack(); !reflect.DeepEqual(got, h) {
+		t.Fatalf("decoded %+v, want %+v", got, h)
+	}
+	for n := 0; n < len(b); n++ {
+		if _, err := UnmarshalPacked(b[:n]); err == nil {
+			t.Errorf("truncated to %d of %d bytes: accepted", n, len(b))
+		}
+	}
+	if _, err := UnmarshalPacked(append(b[:len(b):len(b)], 0)); err == nil {
+		t.Error("a trailing byte was accepted")
+	}
+	bad := append([]byte{}, b...)
+	bad[0] = 2
+	if _, err := UnmarshalPacked(bad); err == nil {
+		t.Error("version 2 was accepted")
+	}
+	if _, err := Pack(&Histogram{}).MarshalBinary(); err != nil {
+		t.Fatal(err)
+	}
+	empty, _ := Pack(&Histogram{}).MarshalBinary()
+	if _, err := UnmarshalPacked(empty); err == nil {
+		t.Error("an empty histogram was accepted: a stored rollup has samples")
+	}
+}
+
+// FuzzUnmarshalPacked: no input crashes the decoder, and whatever it accepts is a
+// histogram Decode would accept from a hash, and survives encoding again (varints may be
+// written overlong, so the bytes may differ).
+func FuzzUnmarshalPacked(f *testing.F) {
+	b, _ := Pack(storedFixture()).MarshalBinary()
+	f.Add(b)
+	f.Add([]byte{packedVersion})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p, err := UnmarshalPacked(in)
+		if err != nil {
+			return
+		}
+		h := p.Unpack()
+		if _, err := Decode(wireMap(h)); err != nil {
+			t.Fatalf("accepted %x, which as a hash is refused: %v", in, err)
+		}
+		out, _ := p.MarshalBinary()
+		again, err := UnmarshalPacked(out)
+		if err != nil || !reflect.DeepEqual(again.Unpack(), h) {
+			t.Fatalf("%x re-encoded as %x: %v, %+v", in, out, err, again)
+		}
+	})
+}
+
+// wireMap is h as the hash fields an agent writes.
+func wireMap(h *Histogram) map[string]string {
+	f := h.WireFields()
+	m := make(map[string]string, len(f)/2)
+	for i := 0; i < len(f); i += 2 {
+		m[f[i]] = f[i+1]
+	}
+	return m
 }

@@ -34,12 +34,12 @@ func (c *Client) Purge(ctx context.Context, profile string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purging profile %s: listing rollups: %w", profile, err)
 	}
-	keys := make([]string, 0, len(pending)+len(rollups)+5)
+	keys := make([]string, 0, len(pending)+2*len(rollups)+6)
 	for _, m := range pending {
 		keys = append(keys, series.WindowKeyOf(profile, m))
 	}
 	for _, m := range rollups {
-		keys = append(keys, series.RollupKeyOf(profile, m))
+		keys = append(keys, series.RollupKeyOf(profile, m), series.LegacyRollupKeyOf(profile, m))
 	}
 	// The sets themselves go last, so a failed purge can be repeated.
 	keys = append(keys, series.IndexKey(profile), series.EpochKey(profile), series.OOMKey(profile), series.PressureKey(profile),

@@ -188,7 +188,7 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		}
 		cmds := make(valkey.Commands, 0, len(members)+1)
 		for _, m := range members {
-			cmds = append(cmds, r.c.B().Hgetall().Key(series.RollupKeyOf(profile, m)).Build())
+			cmds = append(cmds, r.c.B().Get().Key(series.RollupKeyOf(profile, m)).Build())
 		}
 		cmds = append(cmds, r.c.B().Get().Key(series.EpochKey(profile)).Build())
 		res = r.do(ctx, cmds...)
@@ -200,23 +200,34 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 			continue
 		}
 		rollups := make(map[string]cachedHist, len(members))
+		var legacy []string // rollups still in the hash of versions before packed rollups
 		for i, m := range members {
-			fields, err := res[i].AsStrMap()
+			b, err := res[i].AsBytes()
+			if valkey.IsValkeyNil(err) {
+				legacy = append(legacy, m)
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
-			}
-			if len(fields) == 0 {
-				continue // expired since the listing
 			}
 			id, start, err := series.ParseMember(profile, m)
 			if err != nil {
 				return fmt.Errorf("reading rollups of %s: %w", profile, err)
 			}
-			h, err := series.Decode(fields)
+			p, err := series.UnmarshalPacked(b)
 			if err != nil {
 				return fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
 			}
-			rollups[m] = cachedHist{id: id, start: start, hist: series.Pack(h)}
+			rollups[m] = cachedHist{id: id, start: start, hist: p}
+		}
+		if len(legacy) > 0 {
+			ok, err := r.loadLegacy(ctx, profile, before, legacy, rollups)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
 		}
 		r.rollups.Add(int64(len(members)))
 		r.reloads.Add(1)
@@ -224,6 +235,41 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		return nil
 	}
 	return fmt.Errorf("reading rollups of %s: other readers kept compacting it, retry later", profile)
+}
+
+// loadLegacy reads the rollups of members that have no packed rollup: the hashes versions
+// before packed rollups wrote (each is replaced by a packed one at its next compaction, and
+// the others expire within the retention window), or nothing when one expired since the
+// listing. It reports false when the epoch moved from before meanwhile.
+func (r *Reader) loadLegacy(ctx context.Context, profile string, before int64, members []string, into map[string]cachedHist) (bool, error) {
+	cmds := make(valkey.Commands, 0, len(members)+1)
+	for _, m := range members {
+		cmds = append(cmds, r.c.B().Hgetall().Key(series.LegacyRollupKeyOf(profile, m)).Build())
+	}
+	cmds = append(cmds, r.c.B().Get().Key(series.EpochKey(profile)).Build())
+	res := r.do(ctx, cmds...)
+	if after, err := epochOf(res[len(members)]); err != nil || after != before {
+		return false, err
+	}
+	for i, m := range members {
+		fields, err := res[i].AsStrMap()
+		if err != nil {
+			return false, fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
+		}
+		if len(fields) == 0 {
+			continue // expired since the listing
+		}
+		id, start, err := series.ParseMember(profile, m)
+		if err != nil {
+			return false, fmt.Errorf("reading rollups of %s: %w", profile, err)
+		}
+		h, err := series.Decode(fields)
+		if err != nil {
+			return false, fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
+		}
+		into[m] = cachedHist{id: id, start: start, hist: series.Pack(h)}
+	}
+	return true, nil
 }
 
 // sync reads the profile's pending windows and compacts the closed ones. It reports false
@@ -367,14 +413,15 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		// reads them all, compactions add theirs, and another reader's compaction moves the
 		// epoch), so for those the new rollup is the cached one plus the windows.
 		g := groups[rm]
-		g.form, g.sent = formDelta, g.delta
-		if !g.start.Before(cutoff) {
-			if c, ok := pc.rollups[rm]; ok {
-				g.form, g.sent = formFull, c.hist.Unpack()
-				g.sent.Merge(g.delta)
-			} else {
-				g.form = formNew // the whole rollup is the delta, unless the script finds one
-			}
+		switch c, ok := pc.rollups[rm]; {
+		case g.start.Before(cutoff):
+			g.form = formExpired // no read sees this rollup again: its windows are dropped
+		case ok:
+			sum := c.hist.Unpack()
+			sum.Merge(g.delta)
+			g.form, g.packed = formFull, series.Pack(sum)
+		default:
+			g.form, g.packed = formNew, series.Pack(g.delta)
 		}
 	}
 	calls := r.compactCalls(profile, pc.epoch, gone, order, groups, now)
@@ -390,11 +437,13 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 			current = false
 		}
 		expect = cr.after
-		for m, c := range cr.rolled {
-			if g := groups[m]; g != nil && g.form != formDelta && c.hist.N() == 0 {
-				c.hist = series.Pack(g.sent) // written as sent: the script sent nothing back
+		for _, m := range cr.rolled {
+			if g := groups[m]; g != nil && g.packed != nil {
+				pc.rollups[m] = cachedHist{id: g.windows[0].hist.id, start: g.start, hist: g.packed}
 			}
-			pc.rollups[m] = c
+		}
+		if cr.stale > 0 {
+			current = false // a rollup the cache did not know exists: reload
 		}
 		for _, m := range cr.skipped {
 			// Changed since it was read (a late flush): count what was read this time, and
@@ -425,18 +474,18 @@ type compactGroup struct {
 	start       time.Time
 	windows     []compactWindow
 	delta       *series.Histogram
-	// form is how compactScript applies sent: formFull, the whole new rollup (the cached
+	// form is how compactScript applies packed: formFull, the whole new rollup (the cached
 	// one plus delta); formNew, delta as the whole rollup the cache does not have;
-	// formDelta, delta to add to the stored rollup (outside the cache).
-	form string
-	sent *series.Histogram
+	// formExpired, nothing (the rollup left the retention window; packed is nil).
+	form   string
+	packed *series.Packed
 }
 
 // The forms of a compaction group (compactScript).
 const (
-	formFull  = "f"
-	formNew   = "n"
-	formDelta = "d"
+	formFull    = "f"
+	formNew     = "n"
+	formExpired = "x"
 )
 
 // compactCalls builds the compactScript calls: the expired members go with the first call;
@@ -468,15 +517,17 @@ func (r *Reader) compactCalls(profile string, epoch int64, gone, order []string,
 			calls = append(calls, call)
 			call, windows = newCall(nil), 0
 		}
-		call.keys = append(call.keys, g.key)
+		call.keys = append(call.keys, g.key, series.LegacyRollupKeyOf(profile, g.member))
 		call.args = append(call.args, g.member, strconv.FormatInt(g.start.Unix(), 10), g.form, strconv.Itoa(len(g.windows)))
 		for _, w := range g.windows {
 			call.keys = append(call.keys, series.WindowKeyOf(profile, w.member))
 			call.args = append(call.args, w.member, w.count)
 		}
-		fields := g.sent.WireFields()
-		call.args = append(call.args, strconv.Itoa(len(fields)/2))
-		call.args = append(call.args, fields...)
+		var payload []byte
+		if g.packed != nil {
+			payload, _ = g.packed.MarshalBinary()
+		}
+		call.args = append(call.args, string(payload))
 		windows += len(g.windows)
 	}
 	return append(calls, call)

@@ -16,11 +16,8 @@ import (
 // profile's hash tag, so each call runs on one cluster slot. A script runs atomically: a
 // reader never sees half of a window update or half of a compaction.
 
-// luaOps is shared by the scripts: OPS maps every stat field to its op from series.StatOps
-// (fields not listed are bucket counters, which add), num formats a number for a hash field
-// (integers plainly, other values with 17 significant digits, which read back as the same
-// float64), and merge combines a flat field/value reply into a table of numbers. Every op
-// commutes.
+// luaOps is addScript's table of ops: OPS maps every stat field to its op from
+// series.StatOps (fields not listed are bucket counters, which add). Every op commutes.
 var luaOps = func() string {
 	ops := series.StatOps()
 	names := make([]string, 0, len(ops))
@@ -34,22 +31,6 @@ var luaOps = func() string {
 		b.WriteString("['" + f + "']='" + string(ops[f]) + "',")
 	}
 	b.WriteString("}\n")
-	b.WriteString(`local function num(v)
-  if v == math.floor(v) and math.abs(v) < 1e15 then return string.format('%d', v) end
-  return string.format('%.17g', v)
-end
-local function merge(t, h)
-  for j = 1, #h - 1, 2 do
-    local f, v = h[j], tonumber(h[j + 1])
-    local cur, op = t[f], OPS[f] or 'a'
-    if v == nil then
-    elseif cur == nil then t[f] = v
-    elseif op == 'a' or op == 'f' then t[f] = cur + v
-    elseif (op == '<' and v < cur) or (op == '>' and v > cur) then t[f] = v
-    end
-  end
-end
-`)
 	return b.String()
 }()
 
@@ -136,89 +117,83 @@ return res
 `)
 
 // compactScript folds closed windows into their rollups. The reader has already read the
-// windows and merged each rollup's share in Go; the script checks that every window still
-// holds the count the reader saw — a late flush or another reader's compaction changes it —
-// and only then writes the rollup and deletes the windows, all in one atomic step. A group
-// whose windows changed is skipped and stays pending for the next read, so no sample is ever
-// lost or counted twice, and Valkey's one thread never parses a window twice.
+// windows and merged each rollup in Go; the script checks that every window still holds the
+// count the reader saw — a late flush or another reader's compaction changes it — and only
+// then writes the rollup and deletes the windows, all in one atomic step. A group whose
+// windows changed is skipped and stays pending for the next read, so no sample is ever lost
+// or counted twice, and Valkey's one thread never parses a window twice.
 //
-// A group comes in one of three forms. 'f' (full) carries the whole new rollup: the reader
-// merged the rollup it holds in its cache with the windows, which is exact when no other
-// reader compacted since the reader last looked — the epoch is the one it expects — so the
-// script only writes it (no read, no merge in Lua: a backlog's compaction is bounded by this
-// thread). If the epoch moved, an 'f' group is skipped and the reader reloads. 'n' (new) is
-// a rollup the reader's cache does not have, so its whole content is the windows' samples:
-// written as is when the rollup does not exist, else added to it. 'd' (delta) carries the
-// windows' merged samples to add to the stored rollup (the reader's cache does not hold
-// rollups that left the retention window).
+// A rollup is one string, the reader's packed histogram (series.Packed.AppendBinary), so
+// the script never merges: it writes what the reader sends. A group comes in one of three
+// forms. 'f' (full) is the rollup the reader holds in its cache merged with the windows;
+// 'n' (new) is a rollup the cache does not have, so the windows' samples are all of it.
+// Both are exact only when no other reader compacted since this one last looked, so both
+// are skipped when the epoch is not the one the reader expects (it then reloads), and an
+// 'n' group whose rollup exists after all (it outlived the rollup set that listed it) is
+// listed again, skipped and counted stale, and the reader reloads it and merges into it. 'x' (expired) is windows of a rollup that starts before the retention cutoff: no
+// read will ever see that rollup again, so its windows are deleted and nothing is written.
+// Writing a rollup deletes the hash the same rollup had before rollups were packed.
 //
 // It also drops pending entries whose window expired (rebuilding the pending set in its
 // compact encoding once a backlog has drained), and, when it compacted anything, bumps the
 // epoch and drops expired entries from the rollup set and the index.
 //
 //	KEYS[1] epoch  KEYS[2] pending set  KEYS[3] rollup set  KEYS[4] series index
-//	KEYS[5..] per group: the rollup hash, then its window hashes
+//	KEYS[5..] per group: the rollup, the rollup's former hash, then its window hashes
 //	ARGV[1] rollup lifetime past its start (s)  ARGV[2] TTL of profile keys (s)
 //	ARGV[3] drop rollup-set entries starting before this  ARGV[4] drop index entries older than this
 //	ARGV[5] the epoch the reader expects  ARGV[6] number of expired pending members, then
-//	those members, then per group: rollup member, rollup start, form ('f', 'n' or 'd'), number of
-//	windows, (member, count) per window, number of field/value pairs, the pairs
+//	those members, then per group: rollup member, rollup start, form ('f', 'n' or 'x'), number of
+//	windows, (member, count) per window, the packed rollup ('' for 'x')
 //
-// Reply: {epoch before, epoch after, {rollup member, hash, ...} of changed rollups (the hash
-// empty when the pairs sent were written as they are: the reader has them), number of windows compacted, {rollup member,
-// ...} of skipped groups}.
-var compactScript = newScript(luaOps + `
+// Reply: {epoch before, epoch after, {rollup member, ...} written, number of windows
+// compacted, {rollup member, ...} of skipped groups, number of stale 'n' groups}.
+var compactScript = newScript(`
 local before = tonumber(redis.call('GET', KEYS[1]) or '0')
 local current = (before == tonumber(ARGV[5]))
 local a = 6
 local srems, dels, zadd, out, skipped = {}, {}, {}, {}, {}
 local ngone = tonumber(ARGV[a]); a = a + 1
 for i = 1, ngone do srems[#srems + 1] = ARGV[a]; a = a + 1 end
-local k, compacted = 5, 0
+local k, compacted, stale = 5, 0, 0
 while k <= #KEYS do
-  local rkey = KEYS[k]
+  local rkey, lkey = KEYS[k], KEYS[k + 1]
   local rmember, rstart, form, nw = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
   a = a + 4
-  local ok = current or form ~= 'f'
+  local ok = current or form == 'x'
   if ok then
     for j = 1, nw do
-      local n = redis.call('HGET', KEYS[k + j], 'n')
+      local n = redis.call('HGET', KEYS[k + 1 + j], 'n')
       if n ~= ARGV[a + 2 * (j - 1) + 1] then ok = false; break end
     end
   end
-  local np = tonumber(ARGV[a + 2 * nw])
-  local d0 = a + 2 * nw + 1
+  if ok and form == 'n' and redis.call('EXISTS', rkey, lkey) > 0 then
+    -- The rollup outlived the rollup set that listed it (an idle profile's keys expired
+    -- first): list it again, so the reader's reload finds it.
+    redis.call('ZADD', KEYS[3], rstart, rmember)
+    redis.call('EXPIRE', KEYS[3], ARGV[2])
+    ok = false
+    stale = stale + 1
+  end
+  local payload = ARGV[a + 2 * nw]
   if ok then
     for j = 1, nw do
-      dels[#dels + 1] = KEYS[k + j]
+      dels[#dels + 1] = KEYS[k + 1 + j]
       srems[#srems + 1] = ARGV[a + 2 * (j - 1)]
     end
-    if form == 'n' and redis.call('EXISTS', rkey) == 1 then form = 'd' end
-    if form ~= 'd' then
-      redis.call('HSET', rkey, unpack(ARGV, d0, d0 + 2 * np - 1))
+    if form ~= 'x' then
+      redis.call('SET', rkey, payload, 'EXAT', tonumber(rstart) + tonumber(ARGV[1]))
+      dels[#dels + 1] = lkey
       out[#out + 1] = rmember
-      out[#out + 1] = {}
-    else
-      local t = {}
-      merge(t, redis.call('HGETALL', rkey))
-      local delta = {}
-      for i = d0, d0 + 2 * np - 1 do delta[#delta + 1] = ARGV[i] end
-      merge(t, delta)
-      local flat = {}
-      for f, v in pairs(t) do flat[#flat + 1] = f; flat[#flat + 1] = num(v) end
-      redis.call('HSET', rkey, unpack(flat))
-      out[#out + 1] = rmember
-      out[#out + 1] = flat
+      zadd[#zadd + 1] = rstart
+      zadd[#zadd + 1] = rmember
     end
-    redis.call('EXPIREAT', rkey, tonumber(rstart) + tonumber(ARGV[1]))
-    zadd[#zadd + 1] = rstart
-    zadd[#zadd + 1] = rmember
     compacted = compacted + nw
   else
     skipped[#skipped + 1] = rmember
   end
-  a = d0 + 2 * np
-  k = k + 1 + nw
+  a = a + 2 * nw + 1
+  k = k + 2 + nw
 end
 if #dels > 0 then redis.call('DEL', unpack(dels)) end
 if #srems > 0 then
@@ -234,7 +209,7 @@ if #srems > 0 then
 end
 local after = before
 if compacted > 0 then
-  redis.call('ZADD', KEYS[3], unpack(zadd))
+  if #zadd > 0 then redis.call('ZADD', KEYS[3], unpack(zadd)) end
   after = redis.call('INCR', KEYS[1])
   redis.call('EXPIRE', KEYS[1], ARGV[2])
   redis.call('EXPIRE', KEYS[3], ARGV[2])
@@ -244,7 +219,7 @@ if compacted > 0 then
     if tonumber(idx[j + 1]) < tonumber(ARGV[4]) then redis.call('HDEL', KEYS[4], idx[j]) end
   end
 end
-return {before, after, out, compacted, skipped}
+return {before, after, out, compacted, skipped, stale}
 `)
 
 // script is a Lua script sent by its SHA-1 (EVALSHA), falling back to its source (EVAL) on

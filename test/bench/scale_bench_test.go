@@ -292,7 +292,7 @@ func keyBytes(b *testing.B, c *store.Client) storeBytes {
 				continue // expired between SCAN and MEMORY USAGE
 			}
 			switch k := e.Elements[i]; {
-			case strings.Contains(k, "}:r:"):
+			case strings.Contains(k, "}:p:"), strings.Contains(k, "}:r:"):
 				out.rollups += n
 			case strings.Contains(k, "}:w:"):
 				out.windows += n

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // memcgRoot is the cgroup v1 memory hierarchy; this machine's kernel mounts it (TESTBED.md).
@@ -49,8 +51,11 @@ func NewMemCgroup(name string, limit int64) (*MemCgroup, error) {
 
 // Wrap returns the command that runs bin with args inside the cgroup: a shell moves itself
 // in and execs bin, so the process (same pid) is charged from its first page (cgroup v1
-// cannot move charges of a running process on this kernel).
+// cannot move charges of a running process on this kernel). The binary's pages are dropped
+// from the page cache first: a page is charged to the cgroup that reads it in, and a freshly
+// built binary sits in the builder's cache, where a container's would not.
 func (c *MemCgroup) Wrap(bin string, args []string) (string, []string) {
+	dropCached(bin)
 	script := `echo $$ > "$1" && shift && exec "$@"`
 	return "/bin/sh", append([]string{"-c", script, "sh", filepath.Join(c.Dir, "cgroup.procs"), bin}, args...)
 }
@@ -107,6 +112,17 @@ func (c *MemCgroup) Remove() error {
 			return err
 		}
 	}
+}
+
+// dropCached writes back and evicts path's pages from the page cache (best effort).
+func dropCached(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = unix.Fdatasync(int(f.Fd()))
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
 
 func readInt(path string) (int64, error) {

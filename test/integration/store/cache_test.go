@@ -453,15 +453,16 @@ func TestRollupOutlivesItsIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A reader finds only what the rollup set lists; read the surviving hash itself.
-		fields, err := c.Raw().Do(ctx, c.Raw().B().Hgetall().Key(series.RollupKey(ids[0], l.RollupStart(now))).Build()).AsStrMap()
+		// Read the surviving rollup itself.
+		b, err := c.Raw().Do(ctx, c.Raw().B().Get().Key(series.RollupKey(ids[0], l.RollupStart(now))).Build()).AsBytes()
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := series.Decode(fields)
+		packed, err := series.UnmarshalPacked(b)
 		if err != nil {
 			t.Fatalf("the surviving rollup was overwritten: %v", err)
 		}
+		h := packed.Unpack()
 		if diff := cmp.Diff(want[ids[0]], h); diff != "" {
 			t.Errorf("surviving rollup (-want +got):\n%s", diff)
 		}
