@@ -147,6 +147,20 @@ func (l Layout) Folds(profile string, start, now time.Time) bool {
 	return start.Add(l.Window + l.Grace + l.FoldDelay(profile)).Before(now)
 }
 
+// ReloadMargin is profile's share of the spread of the readers' daily reloads (a reader
+// merges a profile's older closed rollups into one histogram per series and must read them
+// again before the oldest of them leaves the retention window): a whole number of seconds
+// in [0, Rollup/2), from a hash of the profile, so profiles do not all reload in one cycle.
+func (l Layout) ReloadMargin(profile string) time.Duration {
+	spread := uint32(l.Rollup / 2 / time.Second)
+	if spread == 0 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte("reload:" + profile))
+	return time.Duration(h.Sum32()%spread) * time.Second
+}
+
 // FoldDelay is profile's share of the fold spread: a whole number of seconds in
 // [0, Window/4), from a hash of the profile.
 func (l Layout) FoldDelay(profile string) time.Duration {

@@ -38,7 +38,7 @@ type Reader struct {
 
 	beforeCompact func() // SetBeforeCompact
 
-	commands, roundTrips, windows, rollups, compacted, reloads atomic.Int64
+	commands, roundTrips, windows, rollups, compacted, reloads, merged atomic.Int64
 }
 
 // ReaderStats counts what a Reader has asked the store for since it was created.
@@ -50,9 +50,11 @@ type ReaderStats struct {
 	WindowsRead, RollupsRead int64
 	// Compacted counts windows this Reader folded into rollups.
 	Compacted int64
-	// Reloads counts full loads of a profile's rollups (first read, or after another Reader
-	// compacted).
+	// Reloads counts full loads of a profile's rollups (first read, after another Reader
+	// compacted, or before a merged day leaves the retention window).
 	Reloads int64
+	// Merged counts rollups merged into per-series histograms at loads (closed days).
+	Merged int64
 }
 
 type cachedHist struct {
@@ -69,8 +71,15 @@ type profileCache struct {
 	mu      sync.Mutex
 	loaded  bool
 	epoch   int64
-	rollups map[string]cachedHist // by rollup member
-	open    map[string]cachedHist // by window member, as of the last Read
+	rollups map[string]cachedHist // by rollup member; not those merged into base
+	// base merges, per series, the rollups that started in [baseFrom, recentFrom) at the
+	// last load: closed days neither next to leave the retention window nor recent enough
+	// to take folds. A week of history is then about four histograms per series instead of
+	// eight (a 7-day retention; fewer still for a longer one). The profile is loaded again
+	// before the cutoff reaches baseFrom (mustReload). baseFrom is zero when base is empty.
+	base                 map[series.SeriesID]*series.Packed
+	baseFrom, recentFrom time.Time
+	open                 map[string]cachedHist // by window member, as of the last Read
 	// reread holds the windows whose fold was skipped because they changed (a late flush):
 	// read them again even if settled.
 	reread map[string]bool
@@ -94,7 +103,7 @@ func NewReader(c *Client, l series.Layout) (*Reader, error) {
 func (r *Reader) Stats() ReaderStats {
 	return ReaderStats{
 		Commands: r.commands.Load(), RoundTrips: r.roundTrips.Load(), WindowsRead: r.windows.Load(), RollupsRead: r.rollups.Load(),
-		Compacted: r.compacted.Load(), Reloads: r.reloads.Load(),
+		Compacted: r.compacted.Load(), Reloads: r.reloads.Load(), Merged: r.merged.Load(),
 	}
 }
 
@@ -142,6 +151,9 @@ func (r *Reader) Read(ctx context.Context, profile string, now time.Time) (map[s
 	pc := r.cache(profile)
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
+	if pc.loaded && r.mustReload(profile, pc, now) {
+		pc.loaded = false
+	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if !pc.loaded {
 			if err := r.load(ctx, profile, pc, now); err != nil {
@@ -184,6 +196,7 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 			// shows in sync's epoch check, which reloads.
 			r.reloads.Add(1)
 			pc.rollups, pc.epoch, pc.loaded, pc.open = map[string]cachedHist{}, before, true, nil
+			pc.base, pc.baseFrom, pc.recentFrom = nil, time.Time{}, time.Time{}
 			return nil
 		}
 		cmds := make(valkey.Commands, 0, len(members)+1)
@@ -232,9 +245,67 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		r.rollups.Add(int64(len(members)))
 		r.reloads.Add(1)
 		pc.rollups, pc.epoch, pc.loaded, pc.open = rollups, before, true, nil
+		r.mergeBase(pc, now)
 		return nil
 	}
 	return fmt.Errorf("reading rollups of %s: other readers kept compacting it, retry later", profile)
+}
+
+// mergeBase moves the rollups that started in [baseFrom, recentFrom) out of pc.rollups
+// into one histogram per series. Left out are the rollups that leave the retention window
+// first (those starting before the second rollup boundary after the cutoff: the next to
+// go, which merge drops on its own) and those starting yesterday or later (the ones folds
+// go into). Nothing is read: a merged histogram is exactly the sum of its rollups.
+func (r *Reader) mergeBase(pc *profileCache, now time.Time) {
+	l := r.layout
+	baseFrom := l.RollupStart(l.Cutoff(now)).Add(2 * l.Rollup)
+	recentFrom := l.RollupStart(now).Add(-l.Rollup)
+	pc.base, pc.baseFrom, pc.recentFrom = nil, time.Time{}, recentFrom
+	sums := map[series.SeriesID]*series.Histogram{}
+	kept := 0
+	for _, c := range pc.rollups {
+		if c.start.Before(baseFrom) || !c.start.Before(recentFrom) {
+			kept++
+			continue
+		}
+		h := sums[c.id]
+		if h == nil {
+			h = &series.Histogram{}
+			sums[c.id] = h
+		}
+		h.MergePacked(c.hist)
+	}
+	if len(sums) == 0 {
+		return
+	}
+	r.merged.Add(int64(len(pc.rollups) - kept))
+	// A new map: one that had entries deleted keeps the room it had.
+	rest := make(map[string]cachedHist, kept)
+	for m, c := range pc.rollups {
+		if c.start.Before(baseFrom) || !c.start.Before(recentFrom) {
+			rest[m] = c
+		}
+	}
+	pc.rollups = rest
+	pc.base, pc.baseFrom = make(map[series.SeriesID]*series.Packed, len(sums)), baseFrom
+	for id, h := range sums {
+		pc.base[id] = series.Pack(h)
+	}
+}
+
+// mustReload reports whether the profile's merged rollups must be read again: the cutoff
+// is about to pass the oldest of them (within the profile's ReloadMargin, so profiles
+// loaded together do not all reload in one cycle).
+func (r *Reader) mustReload(profile string, pc *profileCache, now time.Time) bool {
+	return !pc.baseFrom.IsZero() && !r.layout.Cutoff(now).Add(r.layout.ReloadMargin(profile)).Before(pc.baseFrom)
+}
+
+// merged reports whether the rollup starting at start is one of those merged into base:
+// windows of it are not folded (the reader does not hold that rollup by itself); they are
+// counted as windows until they expire, which only happens to windows a day or more late
+// (a backlog after an outage).
+func (pc *profileCache) merged(start time.Time) bool {
+	return !pc.baseFrom.IsZero() && !start.Before(pc.baseFrom) && start.Before(pc.recentFrom)
 }
 
 // loadLegacy reads the rollups of members that have no packed rollup: the hashes versions
@@ -358,11 +429,11 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		listedSet[m] = true
 	}
 	place := func(m, count string, c cachedHist) {
-		if !l.Folds(profile, c.start, now) {
+		rstart := l.RollupStart(c.start)
+		if !l.Folds(profile, c.start, now) || pc.merged(rstart) {
 			open[m] = c
 			return
 		}
-		rstart := l.RollupStart(c.start)
 		rm := series.Member(c.id, rstart)
 		g := groups[rm]
 		if g == nil {
@@ -551,6 +622,9 @@ func (pc *profileCache) merge(cutoff time.Time) map[series.SeriesID]*series.Hist
 			continue
 		}
 		add(c)
+	}
+	for id, p := range pc.base { // every merged rollup is within retention (mustReload)
+		add(cachedHist{id: id, hist: p})
 	}
 	for _, c := range pc.open {
 		if !c.start.Before(cutoff) {

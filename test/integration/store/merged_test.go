@@ -1,0 +1,118 @@
+package store_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+// TestReaderMergesClosedDays: with a week of daily rollups, a warm reader — which merges
+// the closed days into one histogram per series — returns exactly the rollups that start
+// within the retention window, hour by hour across two day boundaries (the oldest day
+// leaving each time), as a fresh reader does; it loads again about once a day, not every
+// read; and a window a few days late, whose day is merged, is counted without being folded.
+func TestReaderMergesClosedDays(t *testing.T) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
+		l := series.DefaultLayout(168 * time.Hour)
+		p := newProfile()
+		ids := seriesOf(p)[:2]
+		today := l.RollupStart(time.Now())
+		r := rand.New(rand.NewPCG(14, 14))
+		raw := c.Raw()
+		type day struct {
+			start time.Time
+			hists map[series.SeriesID]*series.Histogram
+		}
+		var days []day
+		for d := 0; d <= 8; d++ {
+			start := today.AddDate(0, 0, -d)
+			if !l.RollupExpiry(start).After(time.Now()) {
+				continue // would expire at once: beyond retention anyway
+			}
+			dd := day{start: start, hists: map[series.SeriesID]*series.Histogram{}}
+			for _, id := range ids {
+				h := window(t, r, start.Add(time.Duration(r.IntN(23))*time.Hour), 1+r.IntN(20), gen(id))
+				dd.hists[id] = h
+				b, err := series.Pack(h).MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := series.Member(id, start)
+				for _, res := range raw.DoMulti(ctx,
+					raw.B().Set().Key(series.RollupKeyOf(p, m)).Value(string(b)).Exat(l.RollupExpiry(start)).Build(),
+					raw.B().Zadd().Key(series.RollupsKey(p)).ScoreMember().ScoreMember(float64(start.Unix()), m).Build()) {
+					if err := res.Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			days = append(days, dd)
+		}
+		// A window three days late: its day is among the merged ones.
+		lateStart := today.AddDate(0, 0, -3).Add(5 * time.Hour)
+		late := window(t, r, lateStart, 7, gen(ids[0]))
+		if err := mustWriter(t, c, l).Flush(ctx, []series.WindowUpdate{{Series: ids[0], Start: lateStart, Hist: late}}); err != nil {
+			t.Fatal(err)
+		}
+		expect := func(at time.Time) map[series.SeriesID]*series.Histogram {
+			want := map[series.SeriesID]*series.Histogram{}
+			add := func(id series.SeriesID, h *series.Histogram) {
+				if want[id] == nil {
+					want[id] = &series.Histogram{}
+				}
+				want[id].Merge(h)
+			}
+			for _, d := range days {
+				if !d.start.Before(l.Cutoff(at)) {
+					for id, h := range d.hists {
+						add(id, h)
+					}
+				}
+			}
+			if !lateStart.Before(l.Cutoff(at)) {
+				add(ids[0], late)
+			}
+			return want
+		}
+		rd := mustReader(t, c, l)
+		steps := 0
+		for at := today.Add(30 * time.Minute); at.Before(today.Add(48 * time.Hour)); at = at.Add(time.Hour) {
+			got, err := rd.Read(ctx, p, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(expect(at), got); diff != "" {
+				t.Fatalf("warm read at today+%v (-want +got):\n%s", at.Sub(today), diff)
+			}
+			fresh, err := mustReader(t, c, l).Read(ctx, p, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(fresh, got); diff != "" {
+				t.Fatalf("warm and fresh reads differ at today+%v (-fresh +warm):\n%s", at.Sub(today), diff)
+			}
+			steps++
+		}
+		st := rd.Stats()
+		if st.Merged == 0 {
+			t.Fatal("no rollup was merged: the test does not exercise merged days")
+		}
+		// The first load, then one before each of the two days leaves (a margin early).
+		if st.Reloads < 2 || st.Reloads > 4 {
+			t.Errorf("%d loads over %d reads across two day boundaries, want 2–4", st.Reloads, steps)
+		}
+		if st.Compacted != 0 {
+			t.Errorf("%d windows folded: the late window's day is merged and must stay a window", st.Compacted)
+		}
+		pending, err := raw.Do(ctx, raw.B().Smembers().Key(series.PendingKey(p)).Build()).AsStrSlice()
+		if err != nil || len(pending) != 1 {
+			t.Errorf("pending windows %v (%v), want the late one", pending, err)
+		}
+	})
+}
