@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/ballastk8s/ballast/pkg/series"
+)
+
+// Loading a profile's rollups into the reader's cache, and merging its closed days.
+
+// load fetches every retained rollup of the profile, consistently: it retries when the
+// epoch moved while it read. It forgets the windows of the last read too: after another
+// reader's compaction a window kept from an earlier read may have been folded and written
+// anew, so every pending window is read again.
+func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now time.Time) error {
+	cutoff := strconv.FormatInt(r.layout.Cutoff(now).Unix(), 10)
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		res := r.do(ctx,
+			r.c.B().Get().Key(series.EpochKey(profile)).Build(),
+			r.c.B().Zrange().Key(series.RollupsKey(profile)).Min(cutoff).Max("+inf").Byscore().Build())
+		before, err := epochOf(res[0])
+		if err != nil {
+			return fmt.Errorf("reading rollups of %s: %w", profile, err)
+		}
+		members, err := res[1].AsStrSlice()
+		if err != nil {
+			return fmt.Errorf("reading rollups of %s: %w", profile, err)
+		}
+		if len(members) == 0 {
+			// Nothing to read, so nothing to read consistently: a compaction after the GET
+			// shows in sync's epoch check, which reloads.
+			r.reloads.Add(1)
+			pc.rollups, pc.epoch, pc.loaded, pc.open = map[string]cachedHist{}, before, true, nil
+			pc.base, pc.baseFrom, pc.recentFrom = nil, time.Time{}, time.Time{}
+			return nil
+		}
+		cmds := make(valkey.Commands, 0, len(members)+1)
+		for _, m := range members {
+			cmds = append(cmds, r.c.B().Get().Key(series.RollupKeyOf(profile, m)).Build())
+		}
+		cmds = append(cmds, r.c.B().Get().Key(series.EpochKey(profile)).Build())
+		res = r.do(ctx, cmds...)
+		after, err := epochOf(res[len(members)])
+		if err != nil {
+			return fmt.Errorf("reading rollups of %s: %w", profile, err)
+		}
+		if after != before {
+			continue
+		}
+		rollups := make(map[string]cachedHist, len(members))
+		var legacy []string // rollups still in the hash of versions before packed rollups
+		for i, m := range members {
+			b, err := res[i].AsBytes()
+			if valkey.IsValkeyNil(err) {
+				legacy = append(legacy, m)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
+			}
+			id, start, err := series.ParseMember(profile, m)
+			if err != nil {
+				return fmt.Errorf("reading rollups of %s: %w", profile, err)
+			}
+			p, err := series.UnmarshalPacked(b)
+			if err != nil {
+				return fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
+			}
+			rollups[m] = cachedHist{id: id, start: start, hist: p}
+		}
+		if len(legacy) > 0 {
+			ok, err := r.loadLegacy(ctx, profile, before, legacy, rollups)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
+		r.rollups.Add(int64(len(members)))
+		r.reloads.Add(1)
+		pc.rollups, pc.epoch, pc.loaded, pc.open = rollups, before, true, nil
+		r.mergeBase(pc, now)
+		return nil
+	}
+	return fmt.Errorf("reading rollups of %s: other readers kept compacting it, retry later", profile)
+}
+
+// mergeBase moves the rollups that started in [baseFrom, recentFrom) out of pc.rollups
+// into one histogram per series. Left out are the rollups that leave the retention window
+// first (those starting before the second rollup boundary after the cutoff: the next to
+// go, which merge drops on its own) and those starting yesterday or later (the ones folds
+// go into). Nothing is read: a merged histogram is exactly the sum of its rollups.
+func (r *Reader) mergeBase(pc *profileCache, now time.Time) {
+	l := r.layout
+	baseFrom := l.RollupStart(l.Cutoff(now)).Add(2 * l.Rollup)
+	recentFrom := l.RollupStart(now).Add(-l.Rollup)
+	pc.base, pc.baseFrom, pc.recentFrom = nil, time.Time{}, recentFrom
+	sums := map[series.SeriesID]*series.Histogram{}
+	kept := 0
+	for _, c := range pc.rollups {
+		if c.start.Before(baseFrom) || !c.start.Before(recentFrom) {
+			kept++
+			continue
+		}
+		h := sums[c.id]
+		if h == nil {
+			h = &series.Histogram{}
+			sums[c.id] = h
+		}
+		h.MergePacked(c.hist)
+	}
+	if len(sums) == 0 {
+		return
+	}
+	r.merged.Add(int64(len(pc.rollups) - kept))
+	// A new map: one that had entries deleted keeps the room it had.
+	rest := make(map[string]cachedHist, kept)
+	for m, c := range pc.rollups {
+		if c.start.Before(baseFrom) || !c.start.Before(recentFrom) {
+			rest[m] = c
+		}
+	}
+	pc.rollups = rest
+	pc.base, pc.baseFrom = make(map[series.SeriesID]*series.Packed, len(sums)), baseFrom
+	for id, h := range sums {
+		pc.base[id] = series.Pack(h)
+	}
+}
+
+// mustReload reports whether the profile's merged rollups must be read again: the cutoff
+// is about to pass the oldest of them (within the profile's ReloadMargin, so profiles
+// loaded together do not all reload in one cycle).
+func (r *Reader) mustReload(profile string, pc *profileCache, now time.Time) bool {
+	return !pc.baseFrom.IsZero() && !r.layout.Cutoff(now).Add(r.layout.ReloadMargin(profile)).Before(pc.baseFrom)
+}
+
+// merged reports whether the rollup starting at start is one of those merged into base:
+// windows of it are not folded (the reader does not hold that rollup by itself); they are
+// counted as windows until they expire, which only happens to windows a day or more late
+// (a backlog after an outage).
+func (pc *profileCache) merged(start time.Time) bool {
+	return !pc.baseFrom.IsZero() && !start.Before(pc.baseFrom) && start.Before(pc.recentFrom)
+}
+
+// loadLegacy reads the rollups of members that have no packed rollup: the hashes versions
+// before packed rollups wrote (each is replaced by a packed one at its next compaction, and
+// the others expire within the retention window), or nothing when one expired since the
+// listing. It reports false when the epoch moved from before meanwhile.
+func (r *Reader) loadLegacy(ctx context.Context, profile string, before int64, members []string, into map[string]cachedHist) (bool, error) {
+	cmds := make(valkey.Commands, 0, len(members)+1)
+	for _, m := range members {
+		cmds = append(cmds, r.c.B().Hgetall().Key(series.LegacyRollupKeyOf(profile, m)).Build())
+	}
+	cmds = append(cmds, r.c.B().Get().Key(series.EpochKey(profile)).Build())
+	res := r.do(ctx, cmds...)
+	if after, err := epochOf(res[len(members)]); err != nil || after != before {
+		return false, err
+	}
+	for i, m := range members {
+		fields, err := res[i].AsStrMap()
+		if err != nil {
+			return false, fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
+		}
+		if len(fields) == 0 {
+			continue // expired since the listing
+		}
+		id, start, err := series.ParseMember(profile, m)
+		if err != nil {
+			return false, fmt.Errorf("reading rollups of %s: %w", profile, err)
+		}
+		h, err := series.Decode(fields)
+		if err != nil {
+			return false, fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
+		}
+		into[m] = cachedHist{id: id, start: start, hist: series.Pack(h)}
+	}
+	return true, nil
+}
