@@ -130,8 +130,9 @@ return res
 // Both are exact only when no other reader compacted since this one last looked, so both
 // are skipped when the epoch is not the one the reader expects (it then reloads), and an
 // 'n' group whose rollup exists after all (it outlived the rollup set that listed it) is
-// listed again, skipped and counted stale, and the reader reloads it and merges into it. 'x' (expired) is windows of a rollup that starts before the retention cutoff: no
-// read will ever see that rollup again, so its windows are deleted and nothing is written.
+// listed again, skipped and counted stale, and the reader reloads it and merges into it.
+// 'x' (expired) is windows of a rollup that starts before the retention cutoff: no read
+// will ever see that rollup again, so its windows are deleted and nothing is written.
 // Writing a rollup deletes the hash the same rollup had before rollups were packed.
 //
 // It also drops pending entries whose window expired (rebuilding the pending set in its
