@@ -100,12 +100,13 @@ func (r *Reader) mergeBase(pc *profileCache, now time.Time) {
 	l := r.layout
 	baseFrom := l.RollupStart(l.Cutoff(now)).Add(2 * l.Rollup)
 	recentFrom := l.RollupStart(now).Add(-l.Rollup)
-	pc.base, pc.baseFrom, pc.recentFrom = nil, time.Time{}, recentFrom
+	pc.base, pc.baseFrom, pc.recentFrom = nil, baseFrom, recentFrom
 	sums := map[series.SeriesID]*series.Histogram{}
-	kept := 0
-	for _, c := range pc.rollups {
-		if c.start.Before(baseFrom) || !c.start.Before(recentFrom) {
-			kept++
+	// A new map, grown to what stays: one that had entries deleted keeps the room it had.
+	rest := map[string]cachedHist{}
+	for m, c := range pc.rollups {
+		if !pc.inBase(c.start) {
+			rest[m] = c
 			continue
 		}
 		h := sums[c.id]
@@ -116,18 +117,12 @@ func (r *Reader) mergeBase(pc *profileCache, now time.Time) {
 		h.MergePacked(c.hist)
 	}
 	if len(sums) == 0 {
+		pc.baseFrom = time.Time{}
 		return
 	}
-	r.merged.Add(int64(len(pc.rollups) - kept))
-	// A new map: one that had entries deleted keeps the room it had.
-	rest := make(map[string]cachedHist, kept)
-	for m, c := range pc.rollups {
-		if c.start.Before(baseFrom) || !c.start.Before(recentFrom) {
-			rest[m] = c
-		}
-	}
+	r.merged.Add(int64(len(pc.rollups) - len(rest)))
 	pc.rollups = rest
-	pc.base, pc.baseFrom = make(map[series.SeriesID]*series.Packed, len(sums)), baseFrom
+	pc.base = make(map[series.SeriesID]*series.Packed, len(sums))
 	for id, h := range sums {
 		pc.base[id] = series.Pack(h)
 	}
@@ -140,11 +135,11 @@ func (r *Reader) mustReload(profile string, pc *profileCache, now time.Time) boo
 	return !pc.baseFrom.IsZero() && !r.layout.Cutoff(now).Add(r.layout.ReloadMargin(profile)).Before(pc.baseFrom)
 }
 
-// merged reports whether the rollup starting at start is one of those merged into base:
+// inBase reports whether the rollup starting at start is one of those merged into base:
 // windows of it are not folded (the reader does not hold that rollup by itself); they are
 // counted as windows until they expire, which only happens to windows a day or more late
 // (a backlog after an outage).
-func (pc *profileCache) merged(start time.Time) bool {
+func (pc *profileCache) inBase(start time.Time) bool {
 	return !pc.baseFrom.IsZero() && !start.Before(pc.baseFrom) && start.Before(pc.recentFrom)
 }
 

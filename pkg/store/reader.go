@@ -260,7 +260,7 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 	}
 	place := func(m, count string, c cachedHist) {
 		rstart := l.RollupStart(c.start)
-		if !l.Folds(profile, c.start, now) || pc.merged(rstart) {
+		if !l.Folds(profile, c.start, now) || pc.inBase(rstart) {
 			open[m] = c
 			return
 		}
