@@ -58,6 +58,8 @@ type Controller struct {
 	writes  lastWrites
 	// workers is how many profiles are reconciled at once (at least 1).
 	workers int
+	// passes keeps one pass per profile at a time.
+	passes keyedMutex
 }
 
 // DefaultWorkers is the profiles controller's default concurrency: a reconcile waits mostly
@@ -83,6 +85,7 @@ func (c *Controller) Gone(_ context.Context, key types.NamespacedName) (reconcil
 // Reconcile runs one pass over one profile: count its pods, keep Orphaned, delete it after
 // the orphan TTL, compute statistics, and patch the status when it changed materially.
 func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfile) (reconcile.Result, error) {
+	defer c.passes.lock(wp.Name)()
 	ctx = logr.NewContext(ctx, c.log)
 	if !wp.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, c.finalize(ctx, wp)

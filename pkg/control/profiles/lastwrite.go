@@ -47,3 +47,41 @@ func (w *lastWrites) forget(name string) {
 	defer w.mu.Unlock()
 	delete(w.at, name)
 }
+
+// keyedMutex serializes passes over one profile. The manager's workqueue never hands one
+// key to two workers, but Reconcile is also called beside it (the integration suites drive
+// it directly under a fake clock), and two passes computing at different times would write
+// their statuses in either order: the merge patch carries no resourceVersion.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	refs int
+}
+
+// lock takes name's lock and returns its release.
+func (k *keyedMutex) lock(name string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyLock{}
+	}
+	l := k.m[name]
+	if l == nil {
+		l = &keyLock{}
+		k.m[name] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.m, name)
+		}
+		k.mu.Unlock()
+	}
+}

@@ -300,3 +300,36 @@ func TestLastWrites(t *testing.T) {
 		t.Errorf("forgotten, nothing stored: %v, want zero (write)", got)
 	}
 }
+
+// TestKeyedMutex: a second pass over one profile waits for the first, another profile's
+// does not, and released locks leave nothing behind.
+func TestKeyedMutex(t *testing.T) {
+	var k keyedMutex
+	unlockA := k.lock("a")
+	entered := make(chan struct{})
+	go func() {
+		defer k.lock("a")()
+		close(entered)
+	}()
+	k.lock("b")() // another profile: not blocked by a's holder
+	select {
+	case <-entered:
+		t.Fatal("a second pass over a ran while the first held it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	unlockA()
+	<-entered
+	// The goroutine's release runs after close(entered); wait for the map to empty.
+	for i := 0; ; i++ {
+		k.mu.Lock()
+		n := len(k.m)
+		k.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("%d locks left after every pass released", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

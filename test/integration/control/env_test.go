@@ -231,8 +231,13 @@ func (e *env) profile(t *testing.T, name string, what string, cond func(*ballast
 // ending at the fake clock's now, aggregated into store windows as an agent would.
 func (e *env) writeSamples(t *testing.T, hash, container, res string, values []float64, step time.Duration) {
 	t.Helper()
+	e.writeSamplesEnding(t, e.clock.Now(), hash, container, res, values, step)
+}
+
+// writeSamplesEnding is writeSamples with the last sample at end instead of now.
+func (e *env) writeSamplesEnding(t *testing.T, end time.Time, hash, container, res string, values []float64, step time.Duration) {
+	t.Helper()
 	layout := series.DefaultLayout(ballastv1.DefaultRetentionWindow)
-	end := e.clock.Now()
 	windows := map[time.Time]*series.Histogram{}
 	for i, v := range values {
 		at := end.Add(-time.Duration(len(values)-1-i) * step)
