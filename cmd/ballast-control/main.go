@@ -29,7 +29,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if limit, err := cli.SetMemoryLimit(); err != nil {
+	if limit, err := cli.SetMemoryLimit(cli.ControlProgramPages); err != nil {
 		ctrl.Log.Error(err, "no Go memory limit set")
 	} else if limit > 0 {
 		ctrl.Log.Info("Go memory limit set from the container's", "bytes", limit)

@@ -24,7 +24,7 @@ func main() {
 		os.Exit(1)
 	}
 	o.SetupLogging()
-	if limit, err := cli.SetMemoryLimit(); err != nil {
+	if limit, err := cli.SetMemoryLimit(0); err != nil {
 		ctrl.Log.Error(err, "no Go memory limit set")
 	} else if limit > 0 {
 		ctrl.Log.Info("Go memory limit set from the container's", "bytes", limit)

@@ -318,8 +318,8 @@ func (c *Controller) enrolledPods(ctx context.Context) (map[string]enrolledPod, 
 		}
 		hash, ok := hashes[ref]
 		if !ok {
-			wp := &ballastv1.WorkloadProfile{}
-			if err := c.client.Get(ctx, client.ObjectKey{Name: ref}, wp); client.IgnoreNotFound(err) != nil {
+			wp := &ballastv1.WorkloadProfile{} // shares the cached profile's fields: read only
+			if err := c.client.Get(ctx, client.ObjectKey{Name: ref}, wp, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
 				return nil, fmt.Errorf("reading profile %s: %w", ref, err)
 			}
 			hash = wp.Status.MeasurementHash

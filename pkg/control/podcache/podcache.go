@@ -10,6 +10,9 @@
 package podcache
 
 import (
+	"slices"
+	"unique"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -24,8 +27,10 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Kept: metadata (less managedFields and the last-applied annotation); the spec's node,
 // priority, preemption policy, overhead, readiness gates, restart policy, emptyDir volumes
 // (the fallback sums disk-backed ones) and, per container, name, resources, resize and
-// restart policy; the status's phase, conditions, QoS class, resize and per container
-// name, state, last state, readiness, restarts, resources and allocations.
+// restart policy; the status's phase, the conditions read (Ready, the resize conditions,
+// the readiness gates'), QoS class, resize and per container name, state, last state,
+// readiness, restarts, resources and allocations. Label and annotation strings are
+// interned: replicas and pods of one profile repeat them.
 func Slim(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -33,15 +38,15 @@ func Slim(obj any) (any, error) {
 	}
 	stripMeta(pod)
 	pod.Spec = slimSpec(pod.Spec)
-	pod.Status = slimStatus(pod.Status)
+	pod.Status = slimStatus(pod.Status, pod.Spec.ReadinessGates)
 	internLists(pod)
 	return pod, nil
 }
 
 // Placement is the transform of Understudy's cache, which holds every pod of the cluster
 // and reads only whose pod it is, where it runs and whether it is Ready: metadata (less
-// managedFields and the last-applied annotation), the node, readiness gates, phase and
-// conditions.
+// managedFields and the last-applied annotation, strings interned), the node, readiness
+// gates, phase and the conditions read (as Slim).
 func Placement(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -49,14 +54,53 @@ func Placement(obj any) (any, error) {
 	}
 	stripMeta(pod)
 	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, ReadinessGates: pod.Spec.ReadinessGates}
-	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions, Reason: pod.Status.Reason}
+	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, Conditions: readConditions(pod.Status.Conditions, pod.Spec.ReadinessGates),
+		Reason: pod.Status.Reason}
 	return pod, nil
 }
 
-// stripMeta drops the metadata no reader uses: managedFields and kubectl's last-applied copy.
+// stripMeta drops the metadata no reader uses, managedFields and kubectl's last-applied
+// copy, and interns the label and annotation strings.
 func stripMeta(pod *corev1.Pod) {
 	pod.ManagedFields = nil
 	delete(pod.Annotations, lastApplied)
+	pod.Labels = internStrings(pod.Labels)
+	pod.Annotations = internStrings(pod.Annotations)
+}
+
+// readConditions keeps the pod conditions ballast-control reads: Ready (resize's revert
+// check, Understudy's stand-in), PodResizePending and PodResizeInProgress (resize
+// outcomes) and each readiness gate's (Understudy). The kubelet's others (PodScheduled,
+// Initialized, ContainersReady, PodReadyToStartContainers, DisruptionTarget) are about a
+// sixth of a slim pod and nobody reads them.
+func readConditions(cs []corev1.PodCondition, gates []corev1.PodReadinessGate) []corev1.PodCondition {
+	var out []corev1.PodCondition
+	for _, c := range cs {
+		switch c.Type {
+		case corev1.PodReady, corev1.PodResizePending, corev1.PodResizeInProgress:
+		default:
+			if !slices.ContainsFunc(gates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == c.Type }) {
+				continue
+			}
+		}
+		c.Type, c.Status = corev1.PodConditionType(unique.Make(string(c.Type)).Value()), corev1.ConditionStatus(unique.Make(string(c.Status)).Value())
+		out = append(out, c)
+	}
+	return out
+}
+
+// internStrings replaces m's keys and values with interned copies (unique.Make): label
+// keys repeat on every pod, values and annotations across a profile's pods. It returns m
+// rebuilt at its size (nil stays nil).
+func internStrings(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[unique.Make(k).Value()] = unique.Make(v).Value()
+	}
+	return out
 }
 
 // each returns f of every element, nil for nil.
@@ -98,10 +142,10 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 	})
 }
 
-func slimStatus(s corev1.PodStatus) corev1.PodStatus {
+func slimStatus(s corev1.PodStatus, gates []corev1.PodReadinessGate) corev1.PodStatus {
 	out := corev1.PodStatus{
 		Phase:      s.Phase,
-		Conditions: s.Conditions,
+		Conditions: readConditions(s.Conditions, gates),
 		Reason:     s.Reason,
 		Message:    s.Message,
 		QOSClass:   s.QOSClass,

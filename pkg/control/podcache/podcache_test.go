@@ -2,6 +2,7 @@ package podcache
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"reflect"
 	"runtime"
@@ -44,6 +45,7 @@ func slim(t testing.TB, p *corev1.Pod) *corev1.Pod {
 // a second pass changes nothing.
 func TestSlimKeepsWhatBallastReads(t *testing.T) {
 	full, _ := readPod(t)
+	withReadConditions(full)
 	s := slim(t, full)
 
 	meta := full.ObjectMeta.DeepCopy()
@@ -75,10 +77,10 @@ func TestSlimKeepsWhatBallastReads(t *testing.T) {
 	if got := s.Status.ContainerStatuses[1].LastTerminationState.Terminated; got == nil || got.Reason != "OOMKilled" {
 		t.Errorf("the OOM kill in lastState is lost: %+v", got)
 	}
-	if s.Spec.NodeName != full.Spec.NodeName || s.Status.Phase != full.Status.Phase ||
-		!equality.Semantic.DeepEqual(s.Status.Conditions, full.Status.Conditions) || s.Status.QOSClass != full.Status.QOSClass {
-		t.Errorf("node, phase, conditions or QoS class lost: %+v", s.Status)
+	if s.Spec.NodeName != full.Spec.NodeName || s.Status.Phase != full.Status.Phase || s.Status.QOSClass != full.Status.QOSClass {
+		t.Errorf("node, phase or QoS class lost: %+v", s.Status)
 	}
+	checkReadConditions(t, s, full)
 	if len(s.Spec.Volumes) != 1 || s.Spec.Volumes[0].EmptyDir == nil || s.Spec.Volumes[0].EmptyDir.SizeLimit.String() != "1Gi" {
 		t.Errorf("volumes %+v, want the emptyDir only", s.Spec.Volumes)
 	}
@@ -113,6 +115,39 @@ func TestSlimKeepsWhatBallastReads(t *testing.T) {
 	}
 }
 
+// withReadConditions gives the testdata pod (the kubelet's five conditions) a readiness
+// gate, its condition, a pending resize and a condition of some other controller.
+func withReadConditions(p *corev1.Pod) {
+	p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	p.Status.Conditions = append(p.Status.Conditions,
+		corev1.PodCondition{Type: "example.com/gate", Status: corev1.ConditionTrue},
+		corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, Message: "Node didn't have enough capacity"},
+		corev1.PodCondition{Type: "example.com/unrelated", Status: corev1.ConditionFalse})
+}
+
+// checkReadConditions: got keeps Ready, the resize condition and the gate's, field for
+// field and in order, and none of the others.
+func checkReadConditions(t *testing.T, got, full *corev1.Pod) {
+	t.Helper()
+	var want []corev1.PodCondition
+	for _, c := range full.Status.Conditions {
+		if c.Type == corev1.PodReady || c.Type == corev1.PodResizePending || c.Type == "example.com/gate" {
+			want = append(want, c)
+		}
+	}
+	if len(want) != 3 || !equality.Semantic.DeepEqual(got.Status.Conditions, want) {
+		t.Errorf("conditions %+v, want %+v", got.Status.Conditions, want)
+	}
+	if !reflect.DeepEqual(got.Labels, full.Labels) {
+		t.Errorf("labels %v, want %v", got.Labels, full.Labels)
+	}
+	want2 := maps.Clone(full.Annotations)
+	delete(want2, lastApplied)
+	if !reflect.DeepEqual(got.Annotations, want2) {
+		t.Errorf("annotations %v, want %v", got.Annotations, want2)
+	}
+}
+
 func sameMap(a, b corev1.ResourceList) bool {
 	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
@@ -121,17 +156,18 @@ func sameMap(a, b corev1.ResourceList) bool {
 // DeploymentOf, PodReady and podGone read), nothing of the containers does.
 func TestPlacementKeepsWhatUnderstudyReads(t *testing.T) {
 	full, _ := readPod(t)
-	full.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	withReadConditions(full)
 	out, err := Placement(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := out.(*corev1.Pod)
 	if p.Spec.NodeName != full.Spec.NodeName || !reflect.DeepEqual(p.Spec.ReadinessGates, full.Spec.ReadinessGates) ||
-		p.Status.Phase != full.Status.Phase || !equality.Semantic.DeepEqual(p.Status.Conditions, full.Status.Conditions) ||
+		p.Status.Phase != full.Status.Phase ||
 		!reflect.DeepEqual(p.OwnerReferences, full.OwnerReferences) || !reflect.DeepEqual(p.Labels, full.Labels) || p.ManagedFields != nil {
 		t.Errorf("placement lost what Understudy reads: %+v", p)
 	}
+	checkReadConditions(t, p, full)
 	if p.Spec.Containers != nil || p.Status.ContainerStatuses != nil || p.Spec.Volumes != nil {
 		t.Errorf("placement keeps containers or volumes")
 	}
