@@ -39,9 +39,11 @@ func CacheOptions(operatorNamespace string) cache.Options {
 		panic(err) // a constant key always parses
 	}
 	// Nothing in ballast-control reads managedFields; pods also keep only the fields the
-	// controllers read (podcache.Slim), for the control plane's memory at 20,000 enrolled pods.
+	// controllers read (podcache.Slim), and profiles share the strings they repeat
+	// (podcache.Profile), for the control plane's memory at 20,000 enrolled pods.
 	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasMode), Transform: podcache.Slim},
+		&corev1.Pod{}:                {Label: labels.NewSelector().Add(*hasMode), Transform: podcache.Slim},
+		&ballastv1.WorkloadProfile{}: {Transform: podcache.Profile},
 		&corev1.ConfigMap{}: {
 			Namespaces: map[string]cache.Config{operatorNamespace: {}},
 			Field:      fields.OneTermEqualSelector("metadata.name", ballastv1.KillSwitchConfigMap),

@@ -2,7 +2,8 @@
 // pods, Slim) and Understudy's (the other pods, Placement) hold each pod with only the
 // fields some controller or webhook of ballast-control reads, and equal resource lists are
 // shared across pods, so the control plane's memory follows what it needs per pod, not what
-// the pod's authors wrote into it.
+// the pod's authors wrote into it. Cached WorkloadProfiles keep every field and share the
+// strings they repeat (Profile).
 //
 // A slim pod is for reading. Nothing in ballast-control sends a cached pod back to the API
 // server whole: every pod write is a patch built from explicit fields (annotations, the
