@@ -7,8 +7,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 )
