@@ -94,7 +94,9 @@ func BenchmarkScale(b *testing.B) {
 	// 10th profile and is scaled up, to keep the bench's own work out of the cycle).
 	every, bounded := newStatusBook(profiles, 0, 10), newStatusBook(profiles, profilesctl.DefaultStatusRefresh, 1)
 	cpu0 := valkeyCPU(b, c)
+	stopCold := cpuProfile(b, os.Getenv("BALLAST_SCALE_COLD_CPUPROFILE"))
 	d := scaleCycle(b, adapter, compiled, hashes, now, every, bounded)
+	stopCold()
 	res.ColdCycleS = d.Seconds()
 	res.ColdValkeyCPUS = valkeyCPU(b, c) - cpu0
 	// After the cold cycle compacted the closed windows into rollups, as in steady state.
@@ -249,8 +251,9 @@ func benchPolicy(b *testing.B) *policy.Compiled {
 	return compiled
 }
 
-// cpuProfile writes a CPU profile of the steady cycles (agents included) to path, when set;
-// the returned function ends it.
+// cpuProfile writes a CPU profile to path, when set (BALLAST_SCALE_CPUPROFILE: the steady
+// cycles, agents included; BALLAST_SCALE_COLD_CPUPROFILE: the cold cycle); the returned
+// function ends it.
 func cpuProfile(b *testing.B, path string) func() {
 	if path == "" {
 		return func() {}
