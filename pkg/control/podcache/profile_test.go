@@ -3,7 +3,6 @@ package podcache
 import (
 	"encoding/json"
 	"os"
-	"runtime"
 	"testing"
 	"unsafe"
 
@@ -86,21 +85,13 @@ func BenchmarkCachedProfile(b *testing.B) {
 	_, raw := readProfile(b)
 	const n = 2000
 	measure := func(transform func(*ballastv1.WorkloadProfile) any) float64 {
-		keep := make([]any, 0, n)
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range n {
+		return heapPerObject(n, func(int) any {
 			wp := &ballastv1.WorkloadProfile{}
 			if err := json.Unmarshal(raw, wp); err != nil {
 				b.Fatal(err)
 			}
-			keep = append(keep, transform(wp))
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(keep)
-		return float64(after.HeapAlloc-before.HeapAlloc) / n
+			return transform(wp)
+		})
 	}
 	var stripped, interned float64
 	for b.Loop() {
