@@ -69,6 +69,7 @@ type MemCgroupStats struct {
 	CacheMiB    float64 // memory.stat cache: page cache (the binary's pages among it)
 	FailCnt     int64   // memory.failcnt: times a charge hit the limit (and the kernel reclaimed)
 	OOMKills    int64   // memory.oom_control oom_kill
+	MajorFaults int64   // memory.stat pgmajfault: pages read back from disk (a thrashing program's own code among them)
 }
 
 // Stats reads the cgroup's counters.
@@ -91,7 +92,7 @@ func (c *MemCgroup) Stats() (MemCgroupStats, error) {
 	if err != nil {
 		return st, err
 	}
-	st.RSSMiB, st.CacheMiB = mib(stat["rss"]), mib(stat["cache"])
+	st.RSSMiB, st.CacheMiB, st.MajorFaults = mib(stat["rss"]), mib(stat["cache"]), stat["pgmajfault"]
 	oom, err := readKeyed(filepath.Join(c.Dir, "memory.oom_control"))
 	if err != nil {
 		return st, err

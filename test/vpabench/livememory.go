@@ -24,6 +24,7 @@ type liveCgroup struct {
 	RSSPeakMiB  float64 // highest memory.stat rss sampled
 	FailCnt     int64   // charges that hit the limit (the kernel reclaimed page cache)
 	OOMKills    int64
+	MajorFaults int64 // pages read back from disk: thousands mean the program thrashes on its own code
 }
 
 // sample polls until ctx ends, then reads the cgroup's counters once more.
@@ -58,6 +59,6 @@ func (m *liveMemory) readCgroup(s *sandbox.Sandbox) {
 		m.Cgroup = &liveCgroup{}
 	}
 	c := m.Cgroup
-	c.LimitMiB, c.MaxUsageMiB, c.FailCnt, c.OOMKills = st.LimitMiB, st.MaxUsageMiB, st.FailCnt, st.OOMKills
+	c.LimitMiB, c.MaxUsageMiB, c.FailCnt, c.OOMKills, c.MajorFaults = st.LimitMiB, st.MaxUsageMiB, st.FailCnt, st.OOMKills, st.MajorFaults
 	c.RSSPeakMiB = max(c.RSSPeakMiB, st.RSSMiB)
 }

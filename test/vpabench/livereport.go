@@ -32,8 +32,8 @@ func liveMarkdown(l *LiveScale) string {
 		row("ballast-control anonymous memory, sampled every second: peak", "%.0f MiB (file pages beside it %.0f MiB; %d samples)", m.AnonPeakMiB, m.FileAtAnonPeakMiB, m.Samples)
 	}
 	if c := l.Memory.Cgroup; c != nil {
-		row("in a memory cgroup limited to "+fmt.Sprintf("%.0f MiB", c.LimitMiB), "max usage %.0f MiB (page cache included), anonymous peak %.0f MiB, %d charges at the limit, **%d OOM kills**",
-			c.MaxUsageMiB, c.RSSPeakMiB, c.FailCnt, c.OOMKills)
+		row("in a memory cgroup limited to "+fmt.Sprintf("%.0f MiB", c.LimitMiB), "max usage %.0f MiB (page cache included), anonymous peak %.0f MiB, %d charges at the limit, %d major faults, **%d OOM kills**",
+			c.MaxUsageMiB, c.RSSPeakMiB, c.FailCnt, c.MajorFaults, c.OOMKills)
 	}
 	row("ballast-control RSS: end / peak; CPU", "%.0f / %.0f MiB; %.2f cores", l.ControlRSSMiB, l.ControlPeakMiB, l.ControlCPUCores)
 	row("Valkey", "%.0f commands/s, %.0f MiB used (%.0f MiB RSS)", l.ValkeyOpsPerS, l.ValkeyUsedMiB, l.ValkeyRSSMiB)
