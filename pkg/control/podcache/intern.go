@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -90,4 +91,13 @@ func internLists(pod *corev1.Pod) {
 	if pod.Status.Resources != nil {
 		reqs(pod.Status.Resources)
 	}
+}
+
+// intern returns s's canonical copy (unique.Make; "" as it is): equal strings of cached
+// objects share one backing array.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
 }

@@ -12,7 +12,6 @@ package podcache
 
 import (
 	"slices"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -84,13 +83,13 @@ func readConditions(cs []corev1.PodCondition, gates []corev1.PodReadinessGate) [
 				continue
 			}
 		}
-		c.Type, c.Status = corev1.PodConditionType(unique.Make(string(c.Type)).Value()), corev1.ConditionStatus(unique.Make(string(c.Status)).Value())
+		c.Type, c.Status = corev1.PodConditionType(intern(string(c.Type))), corev1.ConditionStatus(intern(string(c.Status)))
 		out = append(out, c)
 	}
 	return out
 }
 
-// internStrings replaces m's keys and values with interned copies (unique.Make): label
+// internStrings replaces m's keys and values with interned copies (intern): label
 // keys repeat on every pod, values and annotations across a profile's pods. It returns m
 // rebuilt at its size (nil stays nil).
 func internStrings(m map[string]string) map[string]string {
@@ -99,7 +98,7 @@ func internStrings(m map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[unique.Make(k).Value()] = unique.Make(v).Value()
+		out[intern(k)] = intern(v)
 	}
 	return out
 }

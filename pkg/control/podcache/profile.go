@@ -1,8 +1,6 @@
 package podcache
 
 import (
-	"unique"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -65,12 +63,4 @@ func internStats(us []ballastv1.UsageStats) {
 		u := &us[i]
 		u.Resource, u.Source, u.TimeSpan = intern(u.Resource), intern(u.Source), intern(u.TimeSpan)
 	}
-}
-
-// intern returns s's canonical copy ("" as it is).
-func intern(s string) string {
-	if s == "" {
-		return s
-	}
-	return unique.Make(s).Value()
 }
