@@ -128,6 +128,52 @@ func (r *Reader) mergeBase(pc *profileCache, now time.Time) {
 	}
 }
 
+// mergeSettled moves the rollups of the day starting at pc.recentFrom into base once that
+// day has settled: it is not today, its last window has folded, a quarter of a rollup
+// has passed since it ended (longer than an agent's outage buffer holds windows, so a
+// flush late after an outage still folds into it) and no window of it is pending. Without
+// it yesterday would stay a histogram of its own until the next load, a day later. A
+// window of that day written later still counts, as a window, until it expires (inBase).
+// Nothing is read: base stays exactly the sum of its rollups.
+func (r *Reader) mergeSettled(profile string, pc *profileCache, now time.Time) {
+	l := r.layout
+	for !pc.recentFrom.IsZero() {
+		day, end := pc.recentFrom, pc.recentFrom.Add(l.Rollup)
+		if end.After(l.RollupStart(now)) || now.Before(end.Add(l.Rollup/4)) || !l.Folds(profile, end.Add(-l.Window), now) {
+			return
+		}
+		for _, c := range pc.open {
+			if l.RollupStart(c.start).Equal(day) {
+				return // folds at a later read
+			}
+		}
+		if day.Before(l.Cutoff(now)) {
+			// Out of the retention window already (a profile not read for days, with
+			// nothing merged to reload for): merge drops its rollups.
+			pc.recentFrom = end
+			continue
+		}
+		if pc.baseFrom.IsZero() {
+			pc.baseFrom = day
+		}
+		if pc.base == nil {
+			pc.base = map[series.SeriesID]*series.Packed{}
+		}
+		for m, c := range pc.rollups {
+			if !c.start.Equal(day) {
+				continue
+			}
+			h := &series.Histogram{}
+			h.MergePacked(pc.base[c.id])
+			h.MergePacked(c.hist)
+			pc.base[c.id] = series.Pack(h)
+			delete(pc.rollups, m)
+			r.merged.Add(1)
+		}
+		pc.recentFrom = end
+	}
+}
+
 // mustReload reports whether the profile's merged rollups must be read again: the cutoff
 // is about to pass the oldest of them (within the profile's ReloadMargin, so profiles
 // loaded together do not all reload in one cycle).

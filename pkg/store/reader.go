@@ -53,7 +53,8 @@ type ReaderStats struct {
 	// Reloads counts full loads of a profile's rollups (first read, after another Reader
 	// compacted, or before a merged day leaves the retention window).
 	Reloads int64
-	// Merged counts rollups merged into per-series histograms at loads (closed days).
+	// Merged counts rollups merged into per-series histograms: closed days at loads, and
+	// yesterday once it settles.
 	Merged int64
 }
 
@@ -72,11 +73,14 @@ type profileCache struct {
 	loaded  bool
 	epoch   int64
 	rollups map[string]cachedHist // by rollup member; not those merged into base
-	// base merges, per series, the rollups that started in [baseFrom, recentFrom) at the
-	// last load: closed days neither next to leave the retention window nor recent enough
-	// to take folds. A week of history is then about four histograms per series instead of
-	// eight (a 7-day retention; fewer still for a longer one). The profile is loaded again
-	// before the cutoff reaches baseFrom (mustReload). baseFrom is zero when base is empty.
+	// base merges, per series, the rollups that started in [baseFrom, recentFrom): closed
+	// days neither next to leave the retention window nor recent enough to take folds. A
+	// load merges those before yesterday; yesterday joins once it has settled
+	// (mergeSettled). A week of history is then three histograms per series (the oldest
+	// day, base and today) from a load until yesterday settles and two after it, instead
+	// of eight (a 7-day retention; the longer the retention, the more it saves). The
+	// profile is loaded again before the cutoff reaches baseFrom (mustReload). baseFrom is
+	// zero when base is empty.
 	base                 map[series.SeriesID]*series.Packed
 	baseFrom, recentFrom time.Time
 	open                 map[string]cachedHist // by window member, as of the last Read
@@ -105,6 +109,20 @@ func (r *Reader) Stats() ReaderStats {
 		Commands: r.commands.Load(), RoundTrips: r.roundTrips.Load(), WindowsRead: r.windows.Load(), RollupsRead: r.rollups.Load(),
 		Compacted: r.compacted.Load(), Reloads: r.reloads.Load(), Merged: r.merged.Load(),
 	}
+}
+
+// Cached counts the histograms the reader holds for profile: its rollups held by
+// themselves, its merged days (one per series) and its pending windows.
+func (r *Reader) Cached(profile string) int {
+	r.mu.Lock()
+	pc := r.profiles[profile]
+	r.mu.Unlock()
+	if pc == nil {
+		return 0
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return len(pc.rollups) + len(pc.base) + len(pc.open)
 }
 
 // Forget drops the cache of a profile (after Purge, or when the profile is deleted).
@@ -166,6 +184,7 @@ func (r *Reader) Read(ctx context.Context, profile string, now time.Time) (map[s
 			return nil, err
 		}
 		if current {
+			r.mergeSettled(profile, pc, now)
 			return pc.merge(r.layout.Cutoff(now)), nil
 		}
 		pc.loaded = false // another reader compacted: the cached rollups are stale

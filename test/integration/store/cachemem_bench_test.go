@@ -27,8 +27,12 @@ func BenchmarkReaderCacheMemory(b *testing.B) {
 			ctx := context.Background()
 			c := open(b, srv.Valkey.URL())
 			l := series.DefaultLayout(168 * time.Hour)
-			now := time.Now().UTC()
-			today := l.RollupStart(now)
+			// A load at midday holds what a reader holds at most at any time of day: the
+			// oldest day, the merged days (yesterday has settled) and today. (Between midnight
+			// and yesterday settling it is yesterday instead of the oldest day; after that,
+			// until the next load, the merged days and today only.)
+			today := l.RollupStart(time.Now().UTC())
+			now := today.Add(12 * time.Hour)
 			r := rand.New(rand.NewPCG(13, 13))
 			day := func(kind string) []byte {
 				h := &series.Histogram{}
