@@ -31,6 +31,8 @@ type Options struct {
 	SampleInterval time.Duration
 	// Readiness is the default policy's readiness (fast presets for the demo and the test).
 	Readiness ballastv1.Readiness
+	// Retention is BallastConfig's retentionWindow (default 24h, a day of history).
+	Retention time.Duration
 	// Progress receives one line per step.
 	Progress io.Writer
 	// System is what sizes the pods: SystemBallast (the default) or SystemVPA, the real

@@ -21,9 +21,13 @@ var identityLabels = []string{"app.kubernetes.io/name", "app.kubernetes.io/compo
 // readiness preset (minutes, not a day).
 func (s *Sandbox) configure(ctx context.Context) error {
 	interval := s.Opts.SampleInterval.String()
+	retention := "24h"
+	if s.Opts.Retention > 0 {
+		retention = s.Opts.Retention.String()
+	}
 	objs := []ballastObject{
 		&ballastv1.BallastConfig{ObjectMeta: metav1.ObjectMeta{Name: ballastv1.BallastConfigName},
-			Spec: ballastv1.BallastConfigSpec{IdentityLabels: identityLabels, OrphanTTL: "1h", RetentionWindow: "24h"}},
+			Spec: ballastv1.BallastConfigSpec{IdentityLabels: identityLabels, OrphanTTL: "1h", RetentionWindow: retention}},
 		&ballastv1.MetricsSource{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes-metrics"},
 			Spec: ballastv1.MetricsSourceSpec{Type: ballastv1.SourceTypeKubernetesMetrics, Config: ballastv1.MetricsSourceConfig{PollInterval: interval}}},
 		&ballastv1.MetricsSource{ObjectMeta: metav1.ObjectMeta{Name: "kubelet-summary"},

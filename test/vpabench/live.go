@@ -30,8 +30,13 @@ type LiveOptions struct {
 	// Sampling is the MetricsSources' pollInterval: each profile is recomputed once per
 	// interval. Flush is the simulated agents' flush interval.
 	Sampling, Flush time.Duration
-	// History is the backlog written per series before the cold pass.
+	// History is the backlog written per series before the cold pass, as windows.
 	History time.Duration
+	// HistoryDays, when > 0, adds that many whole days before today as daily rollups (as
+	// the control plane's compaction leaves them) and sets BallastConfig's retention to a
+	// week (or the days and today, if longer), so the reader holds what a cluster that ran
+	// for that long gives it.
+	HistoryDays int
 	// Steady is how long the steady phase is watched.
 	Steady time.Duration
 	// ControlArgs are extra ballast-control flags.
@@ -45,6 +50,8 @@ type LiveOptions struct {
 // LiveScale is the live run's result (scale-ballast-live.json).
 type LiveScale struct {
 	Nodes, Pods, BaselinePods, Profiles, Series int
+	Retention                                   string
+	HistoryDays                                 int `json:",omitempty"`
 	SamplingInterval, FlushInterval             string
 	ControlArgs                                 []string
 	LoadAverage                                 []string // /proc/loadavg at the start, after the churn, at the end
@@ -59,6 +66,7 @@ type LiveScale struct {
 
 	// Passes: every profile enqueued at once, until the queue drained.
 	HistoryWriteS          float64
+	RollupDaysWriteS       float64 `json:",omitempty"`
 	ColdPassS, SteadyPassS float64
 
 	// Steady phase (the agents flushing, requeues at the sampling interval).
@@ -114,14 +122,20 @@ func liveMain(ctx context.Context, dir string, o LiveOptions) error {
 func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveScale, error) {
 	workloads := o.Pods / o.Replicas
 	r := &LiveScale{Nodes: o.Nodes, Pods: o.Pods, Profiles: workloads, Series: workloads * simagent.Containers * len(simagent.Resources),
-		SamplingInterval: o.Sampling.String(), FlushInterval: o.Flush.String(), ControlArgs: o.ControlArgs, WritesPerMin: map[string]float64{}}
+		SamplingInterval: o.Sampling.String(), FlushInterval: o.Flush.String(), ControlArgs: o.ControlArgs, WritesPerMin: map[string]float64{},
+		HistoryDays: o.HistoryDays}
+	retention := 24 * time.Hour // the sandbox's default
+	if o.HistoryDays > 0 {
+		retention = max(series.DefaultRetention, time.Duration(o.HistoryDays+1)*24*time.Hour)
+	}
+	r.Retention = retention.String()
 	r.LoadAverage = append(r.LoadAverage, loadavg())
 	var cgLimit int64
 	if o.MemoryLimit > 0 && sandbox.MemCgroupAvailable() {
 		cgLimit = o.MemoryLimit
 	}
 	s, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(dir, "sandbox"), Nodes: o.Nodes, System: sandbox.SystemBallast,
-		ControlBin: controlBin, ControlMemoryLimit: cgLimit, Light: true, StaticNodes: true, SampleInterval: o.Sampling, Readiness: sandbox.DemoReadiness,
+		ControlBin: controlBin, ControlMemoryLimit: cgLimit, Light: true, StaticNodes: true, SampleInterval: o.Sampling, Readiness: sandbox.DemoReadiness, Retention: retention,
 		Progress: os.Stdout, ControlArgs: append([]string{"--log-level", "info"}, o.ControlArgs...),
 		// The bench creates the pods of each ReplicaSet itself (bound to their nodes), so the
 		// controllers that would create, adopt or collect them are off.
@@ -176,9 +190,18 @@ func runLive(ctx context.Context, dir, controlBin string, o LiveOptions) (*LiveS
 		return r, err
 	}
 	defer vc.Close()
-	w, err := store.NewWriter(vc, series.DefaultLayout(24*time.Hour))
+	layout := series.DefaultLayout(retention)
+	w, err := store.NewWriter(vc, layout)
 	if err != nil {
 		return r, err
+	}
+	if o.HistoryDays > 0 {
+		td := time.Now()
+		if err := simagent.RollupDays(ctx, vc, layout, ctl.hashes(), layout.RollupStart(time.Now().UTC()), o.HistoryDays); err != nil {
+			return r, err
+		}
+		r.RollupDaysWriteS = time.Since(td).Seconds()
+		fmt.Printf("%s  %d days of daily rollups per series written in %.0f s (retention %s)\n", now(), o.HistoryDays, r.RollupDaysWriteS, retention)
 	}
 	// The backlog is written before the agents start: on two cores, writing it while 1,000
 	// agents flush took longer than the run could wait.

@@ -10,8 +10,12 @@ import (
 // when -ballast-live names its JSON).
 func liveMarkdown(l *LiveScale) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "\nLive ballast-control (`make bench-scale-live`): %d nodes, %d enrolled pods, %d profiles, %d series; sampling interval %s, agents flushing every %s; load average %s.\n\n",
-		l.Nodes, l.Pods, l.Profiles, l.Series, l.SamplingInterval, l.FlushInterval, strings.Join(l.LoadAverage, " → "))
+	history := "2 h backlog"
+	if l.HistoryDays > 0 {
+		history = fmt.Sprintf("%d days of daily rollups and a 2 h backlog", l.HistoryDays)
+	}
+	fmt.Fprintf(&s, "\nLive ballast-control (`make bench-scale-live`): %d nodes, %d enrolled pods, %d profiles, %d series; retention %s, %s; sampling interval %s, agents flushing every %s; load average %s.\n\n",
+		l.Nodes, l.Pods, l.Profiles, l.Series, l.Retention, history, l.SamplingInterval, l.FlushInterval, strings.Join(l.LoadAverage, " → "))
 	s.WriteString("| measure | live ballast-control |\n|---|---:|\n")
 	row := func(k, f string, a ...any) { fmt.Fprintf(&s, "| %s | %s |\n", k, fmt.Sprintf(f, a...)) }
 	row("pod creates (churn)", "%d enrolled + %d baseline in %.0f s (%.0f/s), %d errors", l.Pods, l.BaselinePods, l.ChurnS, l.ChurnRate, l.CreateErrors)
@@ -19,7 +23,7 @@ func liveMarkdown(l *LiveScale) string {
 		l.CreateP50, l.CreateP99, l.BaselineP50, l.BaselineP99, quotient(l.CreateP99, l.BaselineP99))
 	row("webhook server time (controller-runtime histogram)", "mean %.2f ms; p50 ≤ %.0f ms, p99 ≤ %.0f ms (bucket bounds)", l.WebhookMeanMs, l.WebhookServerP50, l.WebhookServerP99)
 	row("churn start → every profile has its measurementHash", "%.0f s", l.EnrolledS)
-	row("every profile recomputed once: cold (2 h backlog) / steady", "%.1f / %.1f s", l.ColdPassS, l.SteadyPassS)
+	row("every profile recomputed once: cold (backlog read) / steady", "%.1f / %.1f s", l.ColdPassS, l.SteadyPassS)
 	row("profile reconciles/s (needed: profiles ÷ interval)", "%.0f (%.0f), %.0f workers, mean %.1f ms, queue wait %.1f ms, max depth %.0f, %0.f errors",
 		l.ReconcilesPerS, l.NeededPerS, l.Workers, l.ReconcileMeanMs, l.QueueWaitMeanMs, l.QueueDepthMax, l.ReconcileErrors)
 	row("age of profiles' newest statistics at the end: median / oldest", "%.0f / %.0f s (%d without statistics)", l.MedianAgeS, l.StalestS, l.Unrecomputed)

@@ -50,6 +50,7 @@ func main() {
 	flag.DurationVar(&lo.Sampling, "sampling", time.Minute, "ballast-live: the MetricsSources' pollInterval (each profile is recomputed once per interval)")
 	flag.DurationVar(&lo.Flush, "flush", 10*time.Second, "ballast-live: the simulated agents' flush interval")
 	flag.DurationVar(&lo.History, "history", 2*time.Hour, "ballast-live: history written per series before the cold pass")
+	flag.IntVar(&lo.HistoryDays, "history-days", 0, "ballast-live: whole days of daily rollups written per series before today's history (6 fills the default week of retention; the retention is a week, or longer for more days)")
 	flag.DurationVar(&lo.Steady, "steady", 4*time.Minute, "ballast-live: how long the steady phase is measured")
 	memLimit := flag.String("memory-limit", os.Getenv(cli.MemoryLimitEnv), "ballast-live: ballast-control's limits.memory (a quantity): its Go soft limit, and the hard limit of a memory cgroup it runs in where this machine has one")
 	controlArgs := flag.String("control-args", "", "ballast-live: extra ballast-control flags, space-separated")

@@ -3,8 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"github.com/ballastk8s/ballast/pkg/store"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -13,29 +11,9 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/test/simagent"
 )
-
-// Sample generators for one simulated day, as the node agent would record them.
-var dayKinds = map[string]func(r *rand.Rand, at time.Time) float64{
-	// Working set: ~300 MiB with a ±10 % daily swing and 2 % noise, in whole pages.
-	"memory": func(r *rand.Rand, at time.Time) float64 {
-		v := 300 * (1 << 20) * (1 + 0.1*diurnal(at)) * math.Exp(0.02*r.NormFloat64())
-		return math.Round(v/4096) * 4096
-	},
-	// CPU of a steady service: ~150m, ±20 % daily swing, 15 % noise, whole millicores.
-	"cpu-steady": func(r *rand.Rand, at time.Time) float64 {
-		return math.Round(150 * (1 + 0.2*diurnal(at)) * math.Exp(0.15*r.NormFloat64()))
-	},
-	// CPU of a bursty service: ±60 % daily swing and 40 % noise, so a day spreads over
-	// ~180 buckets (18m to 800m) — the hard case for a histogram.
-	"cpu-noisy": func(r *rand.Rand, at time.Time) float64 {
-		return math.Round(150 * (1 + 0.6*diurnal(at)) * math.Exp(0.4*r.NormFloat64()))
-	},
-}
-
-func diurnal(at time.Time) float64 {
-	return math.Sin(2 * math.Pi * float64(at.Unix()%86400) / 86400)
-}
 
 // BenchmarkStorage measures, with MEMORY USAGE on a real server, the bytes one series-day
 // costs at 10 s sampling (8640 samples a day): the histogram layout after compaction (one
@@ -53,7 +31,7 @@ func BenchmarkStorage(b *testing.B) {
 				c := open(b, srv.Valkey.URL())
 				var m dayResult
 				for b.Loop() {
-					m = measureDays(b, ctx, c, days, dayKinds[kind])
+					m = measureDays(b, ctx, c, days, simagent.DayModels[kind])
 				}
 				b.ReportMetric(m.raw, "raw-B/series-day")
 				b.ReportMetric(m.windows, "windows-B/series-day")

@@ -11,6 +11,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/test/simagent"
 )
 
 // BenchmarkReaderCacheMemory measures the Go heap a Reader's cache holds per series once
@@ -35,13 +36,7 @@ func BenchmarkReaderCacheMemory(b *testing.B) {
 			now := today.Add(12 * time.Hour)
 			r := rand.New(rand.NewPCG(13, 13))
 			day := func(kind string) []byte {
-				h := &series.Histogram{}
-				for at := today; at.Before(today.Add(24 * time.Hour)); at = at.Add(10 * time.Second) {
-					if err := h.Add(dayKinds[kind](r, at), at); err != nil {
-						b.Fatal(err)
-					}
-				}
-				p, _ := series.Pack(h).MarshalBinary()
+				p, _ := series.Pack(simagent.Day(kind, r, today)).MarshalBinary()
 				return p
 			}
 			// Eight distinct days per kind, reused: the bytes per bucket matter, not uniqueness.
