@@ -47,7 +47,7 @@ func Day(model string, r *rand.Rand, start time.Time) *series.Histogram {
 
 // RollupDays writes, for each series of every hash (as History's), the days full days of
 // rollups before today's as the control plane's compaction stores them (packed, with the
-// profile's rollup index): cpu a bursty day, memory and ephemeral storage a steady working
+// profile's rollup index and a new epoch): cpu a bursty day, memory and ephemeral storage a steady working
 // set. Eight distinct days per model are reused: a rollup's size depends on its buckets, not
 // on its uniqueness. l's rollups must be a day wide.
 func RollupDays(ctx context.Context, c *store.Client, l series.Layout, hashes []string, today time.Time, days int) error {
@@ -93,7 +93,11 @@ func RollupDays(ctx context.Context, c *store.Client, l series.Layout, hashes []
 				}
 			}
 		}
-		cmds = append(cmds, raw.B().Expire().Key(series.RollupsKey(hash)).Seconds(int64(l.TTL().Seconds())).Build())
+		// The epoch moves as a compaction's would, so a reader that loaded the profile
+		// before loads it again.
+		ttl := int64(l.TTL().Seconds())
+		cmds = append(cmds, raw.B().Expire().Key(series.RollupsKey(hash)).Seconds(ttl).Build(),
+			raw.B().Incr().Key(series.EpochKey(hash)).Build(), raw.B().Expire().Key(series.EpochKey(hash)).Seconds(ttl).Build())
 		if len(cmds) >= 4000 {
 			if err := flush(); err != nil {
 				return err

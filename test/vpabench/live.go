@@ -78,6 +78,7 @@ type LiveScale struct {
 	QueueDepthMax                    float64
 	StalestS, MedianAgeS             float64 // age of the profiles' newest usageStats.lastUpdated at the end
 	Unrecomputed                     int     // profiles without usage statistics at the end
+	MedianSamples                    int64   // retained samples of a profile's first cpu series at the end: median
 	ControlCPUCores                  float64 // ballast-control CPU-seconds ÷ steady wall seconds
 	ControlRSSMiB, ControlPeakMiB    float64 // at the end; VmHWM (the peak since start, churn included)
 	// EnrolledRSSMiB, EnrolledPeakMiB and EnrolledHeapMiB are ballast-control's RSS, VmHWM and

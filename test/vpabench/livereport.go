@@ -26,7 +26,7 @@ func liveMarkdown(l *LiveScale) string {
 	row("every profile recomputed once: cold (backlog read) / steady", "%.1f / %.1f s", l.ColdPassS, l.SteadyPassS)
 	row("profile reconciles/s (needed: profiles ÷ interval)", "%.0f (%.0f), %.0f workers, mean %.1f ms, queue wait %.1f ms, max depth %.0f, %0.f errors",
 		l.ReconcilesPerS, l.NeededPerS, l.Workers, l.ReconcileMeanMs, l.QueueWaitMeanMs, l.QueueDepthMax, l.ReconcileErrors)
-	row("age of profiles' newest statistics at the end: median / oldest", "%.0f / %.0f s (%d without statistics)", l.MedianAgeS, l.StalestS, l.Unrecomputed)
+	row("age of profiles' newest statistics at the end: median / oldest", "%.0f / %.0f s (%d without statistics; median %d samples per cpu series)", l.MedianAgeS, l.StalestS, l.Unrecomputed, l.MedianSamples)
 	row("ballast-control once enrolled: RSS / peak / Go heap in use", "%.0f / %.0f / %.0f MiB", l.EnrolledRSSMiB, l.EnrolledPeakMiB, l.EnrolledHeapMiB)
 	row("ballast-control peak RSS after the cold pass", "%.0f MiB", l.ColdPeakMiB)
 	if len(l.PassQueueLeft) > 0 {

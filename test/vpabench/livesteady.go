@@ -176,24 +176,30 @@ func (l *liveCluster) steady(ctx context.Context, r *LiveScale, o LiveOptions) e
 	r.Workers = sumOr0(m1, "controller_runtime_max_concurrent_reconciles", profilesController)
 	r.ControlCPUCores = (p1.CPUSeconds - p0.CPUSeconds) / secs
 	r.ControlRSSMiB, r.ControlPeakMiB = p1.RSSMiB, p1.PeakMiB
-	r.StalestS, r.MedianAgeS, r.Unrecomputed = l.ages(ctx)
+	r.StalestS, r.MedianAgeS, r.Unrecomputed, r.MedianSamples = l.ages(ctx)
 	fmt.Printf("%s  steady: %.0f reconciles/s (needed %.0f/s), mean reconcile %.1f ms, queue wait %.1f ms, stalest profile %.0f s\n",
 		now(), r.ReconcilesPerS, r.NeededPerS, r.ReconcileMeanMs, r.QueueWaitMeanMs, r.StalestS)
 	return nil
 }
 
 // ages reads every profile's newest usageStats.lastUpdated: the oldest and the median age,
-// and how many profiles have no usage statistics at all.
-func (l *liveCluster) ages(ctx context.Context) (stalest, median float64, none int) {
+// how many profiles have no usage statistics at all, and the median of the retained
+// samples of each profile's first cpu series (the history its statistics cover).
+func (l *liveCluster) ages(ctx context.Context) (stalest, median float64, none int, medianSamples int64) {
 	var ages []float64
+	var samples []int64
 	at := time.Now()
 	_ = listPages(ctx, l.c, &ballastv1.WorkloadProfileList{}, func(o client.ObjectList) {
 		for _, wp := range o.(*ballastv1.WorkloadProfileList).Items {
 			var newest time.Time
+			cpu := false
 			for _, c := range wp.Status.Containers {
 				for _, u := range c.UsageStats {
 					if u.LastUpdated != nil && u.LastUpdated.After(newest) {
 						newest = u.LastUpdated.Time
+					}
+					if !cpu && u.Resource == "cpu" {
+						samples, cpu = append(samples, u.Samples), true
 					}
 				}
 			}
@@ -204,11 +210,15 @@ func (l *liveCluster) ages(ctx context.Context) (stalest, median float64, none i
 			ages = append(ages, at.Sub(newest).Seconds())
 		}
 	})
+	if len(samples) > 0 {
+		slices.Sort(samples)
+		medianSamples = samples[len(samples)/2]
+	}
 	if len(ages) == 0 {
-		return 0, 0, none
+		return 0, 0, none, medianSamples
 	}
 	slices.Sort(ages)
-	return ages[len(ages)-1], ages[len(ages)/2], none
+	return ages[len(ages)-1], ages[len(ages)/2], none, medianSamples
 }
 
 // valkeyInfo reads one numeric field of an INFO section (0 when missing).
