@@ -85,20 +85,30 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		r.rollups.Add(int64(len(members)))
 		r.reloads.Add(1)
 		pc.rollups, pc.epoch, pc.loaded, pc.open = rollups, before, true, nil
-		r.mergeBase(pc, now)
+		r.mergeBase(profile, pc, now)
 		return nil
 	}
 	return fmt.Errorf("reading rollups of %s: other readers kept compacting it, retry later", profile)
 }
 
 // mergeBase moves the rollups that started in [baseFrom, recentFrom) out of pc.rollups
-// into one histogram per series. Left out are the rollups that leave the retention window
-// first (those starting before the second rollup boundary after the cutoff: the next to
-// go, which merge drops on its own) and those starting yesterday or later (the ones folds
-// go into). Nothing is read: a merged histogram is exactly the sum of its rollups.
-func (r *Reader) mergeBase(pc *profileCache, now time.Time) {
+// into one histogram per series. Left out are those starting yesterday or later (the ones
+// folds go into; yesterday joins once it settles, mergeSettled) and, when its reload would
+// be due at once, the oldest retained rollup: the next to leave the retention window,
+// which merge then drops on its own. So a load after the profile's reload time of the day
+// keeps the oldest day by itself until midnight, and one before it (a first load, or after
+// another reader compacted) merges it and loads again at that time. Nothing is read: a
+// merged histogram is exactly the sum of its rollups.
+func (r *Reader) mergeBase(profile string, pc *profileCache, now time.Time) {
 	l := r.layout
-	baseFrom := l.RollupStart(l.Cutoff(now)).Add(2 * l.Rollup)
+	cutoff := l.Cutoff(now)
+	baseFrom := l.RollupStart(cutoff)
+	if baseFrom.Before(cutoff) {
+		baseFrom = baseFrom.Add(l.Rollup) // the oldest rollup still retained
+	}
+	if r.reloadDue(profile, baseFrom, now) {
+		baseFrom = baseFrom.Add(l.Rollup)
+	}
 	recentFrom := l.RollupStart(now).Add(-l.Rollup)
 	pc.base, pc.baseFrom, pc.recentFrom = nil, baseFrom, recentFrom
 	sums := map[series.SeriesID]*series.Histogram{}
@@ -178,7 +188,12 @@ func (r *Reader) mergeSettled(profile string, pc *profileCache, now time.Time) {
 // is about to pass the oldest of them (within the profile's ReloadMargin, so profiles
 // loaded together do not all reload in one cycle).
 func (r *Reader) mustReload(profile string, pc *profileCache, now time.Time) bool {
-	return !pc.baseFrom.IsZero() && !r.layout.Cutoff(now).Add(r.layout.ReloadMargin(profile)).Before(pc.baseFrom)
+	return !pc.baseFrom.IsZero() && r.reloadDue(profile, pc.baseFrom, now)
+}
+
+// reloadDue reports whether merged rollups starting at baseFrom must be read again at now.
+func (r *Reader) reloadDue(profile string, baseFrom, now time.Time) bool {
+	return !r.layout.Cutoff(now).Add(r.layout.ReloadMargin(profile)).Before(baseFrom)
 }
 
 // inBase reports whether the rollup starting at start is one of those merged into base:

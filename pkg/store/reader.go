@@ -74,13 +74,14 @@ type profileCache struct {
 	epoch   int64
 	rollups map[string]cachedHist // by rollup member; not those merged into base
 	// base merges, per series, the rollups that started in [baseFrom, recentFrom): closed
-	// days neither next to leave the retention window nor recent enough to take folds. A
-	// load merges those before yesterday; yesterday joins once it has settled
-	// (mergeSettled). A week of history is then three histograms per series (the oldest
-	// day, base and today) from a load until yesterday settles and two after it, instead
-	// of eight (a 7-day retention; the longer the retention, the more it saves). The
-	// profile is loaded again before the cutoff reaches baseFrom (mustReload). baseFrom is
-	// zero when base is empty.
+	// days not recent enough to take folds, and not the next to leave the retention window
+	// once the profile's daily reload is past (mergeBase). A load merges those before
+	// yesterday; yesterday joins once it has settled (mergeSettled). A week of history is
+	// then at most three histograms per series (from the daily reload until midnight the
+	// oldest day, base and today; from midnight until yesterday settles yesterday, base and
+	// today) and two the rest of the day, instead of eight (a 7-day retention; the longer
+	// the retention, the more it saves). The profile is loaded again before the cutoff
+	// reaches baseFrom (mustReload). baseFrom is zero when base is empty.
 	base                 map[series.SeriesID]*series.Packed
 	baseFrom, recentFrom time.Time
 	open                 map[string]cachedHist // by window member, as of the last Read

@@ -28,12 +28,13 @@ func BenchmarkReaderCacheMemory(b *testing.B) {
 			ctx := context.Background()
 			c := open(b, srv.Valkey.URL())
 			l := series.DefaultLayout(168 * time.Hour)
-			// A load at midday holds what a reader holds at most at any time of day: the
-			// oldest day, the merged days (yesterday has settled) and today. (Between midnight
-			// and yesterday settling it is yesterday instead of the oldest day; after that,
-			// until the next load, the merged days and today only.)
+			// Just before midnight, when a reader holds the most it ever holds: every
+			// profile's daily reload has split off the day about to leave the retention
+			// window, so the oldest day, the merged days (yesterday has settled) and today.
+			// (From midnight until yesterday settles it is yesterday instead of the oldest
+			// day; the rest of the day the merged days and today only.)
 			today := l.RollupStart(time.Now().UTC())
-			now := today.Add(12 * time.Hour)
+			now := today.Add(24*time.Hour - time.Minute)
 			r := rand.New(rand.NewPCG(13, 13))
 			day := func(kind string) []byte {
 				p, _ := series.Pack(simagent.Day(kind, r, today)).MarshalBinary()

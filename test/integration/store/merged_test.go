@@ -16,10 +16,11 @@ import (
 // the closed days into one histogram per series — returns exactly the rollups that start
 // within the retention window, hour by hour across three day boundaries (the oldest day
 // leaving each time), as a fresh reader does; it loads again about once a day, not every
-// read; it holds at most three histograms per series once yesterday has settled (a
-// quarter of a day after midnight), four before; a window a few days late, whose day is
-// merged, is counted without being folded; and a flush of yesterday's three hours late,
-// before yesterday settles, is folded into yesterday's rollup.
+// read; it holds at most three histograms per series, and two from when yesterday has
+// settled (a quarter of a day after midnight) until the profile's daily reload; a window
+// a few days late, whose day is merged, is counted without being folded; and a flush of
+// yesterday's three hours late, before yesterday settles, is folded into yesterday's
+// rollup.
 func TestReaderMergesClosedDays(t *testing.T) {
 	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
 		l := series.DefaultLayout(168 * time.Hour)
@@ -115,11 +116,12 @@ func TestReaderMergesClosedDays(t *testing.T) {
 			if diff := cmp.Diff(fresh, got); diff != "" {
 				t.Fatalf("warm and fresh reads differ at today+%v (-fresh +warm):\n%s", at.Sub(today), diff)
 			}
-			// Per series: the oldest day, the merged days and today, plus yesterday until it
-			// settles; and the late window, pending as a window.
+			// Per series: the merged days and today; from the profile's daily reload until
+			// midnight the oldest day too, from midnight until yesterday settles yesterday
+			// too. And the late window, pending as a window.
 			perSeries := 3
-			if at.Sub(l.RollupStart(at)) < l.Rollup/4 {
-				perSeries = 4
+			if since := at.Sub(l.RollupStart(at)); since >= l.Rollup/4 && since < l.Rollup-l.ReloadMargin(p) {
+				perSeries = 2
 			}
 			if n := rd.Cached(p); n > perSeries*len(ids)+1 {
 				t.Errorf("at today+%v the reader holds %d histograms, want at most %d per series and the late window", at.Sub(today), n, perSeries)
@@ -130,11 +132,11 @@ func TestReaderMergesClosedDays(t *testing.T) {
 		if st.Merged == 0 {
 			t.Fatal("no rollup was merged: the test does not exercise merged days")
 		}
-		// The first load merges the days from the fifth-oldest on, so the next is due when the
-		// cutoff nears that day, 1.5–2 days later (ReloadMargin: up to half a day early),
-		// and the one after a day later: 2 or 3 loads in 3 days, not one per read.
-		if st.Reloads < 2 || st.Reloads > 3 {
-			t.Errorf("%d loads over %d reads across three day boundaries, want 2–3", st.Reloads, steps)
+		// The first load merges the oldest day too, so the next is due before it leaves the
+		// retention window, the same day (ReloadMargin: up to half a day before midnight),
+		// and each next a day later: 3 or 4 loads in 3 days, not one per read.
+		if st.Reloads < 3 || st.Reloads > 4 {
+			t.Errorf("%d loads over %d reads across three day boundaries, want 3–4", st.Reloads, steps)
 		}
 		if st.Compacted != 1 {
 			t.Errorf("%d windows folded, want 1: yesterday's late flush (the late window's day is merged and must stay a window)", st.Compacted)
