@@ -90,7 +90,7 @@ bench-scale: ## SCALE_NODES nodes / SCALE_PODS pods (1,000 / 20,000): Ballast's 
 	  -ballast $(BENCH_DIR)/scale-ballast.json -ballast-admission $(BENCH_DIR)/admission-ballast.json -docs docs/benchmarks.md $(BENCH_SCALE_FLAGS)
 
 # The real ballast-control binary at scale, agents simulated in the bench process; writes
-# $(BENCH_DIR)/live/scale-ballast-live.json (BENCH_LIVE_FLAGS: -steady, -sampling, -rate,
+# $(BENCH_DIR)/live/scale-ballast-live.json (BENCH_LIVE_FLAGS: -steady, -sampling, -rate, -history-days, -memory-limit,
 # -control-args "...").
 .PHONY: bench-scale-live
 bench-scale-live: ## SCALE_NODES / SCALE_PODS: live ballast-control (reconcile loop, RSS, API writes, webhook under 200 creates/s)
