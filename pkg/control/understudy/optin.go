@@ -206,6 +206,7 @@ func (c *Controller) ReconcileOptIn(ctx context.Context, key types.NamespacedNam
 		if err := c.endOptIn(ctx, log, d, s, "stand-in "+standIn+" is Ready"); err != nil {
 			return reconcile.Result{}, err
 		}
+		c.reloc.retire(old.UID, now, now.Add(relocationBackoff))
 		if rec := c.reloc.recorder(); rec != nil {
 			node := ""
 			for i := range t.pods {

@@ -48,12 +48,41 @@ type RelocationRecorder interface {
 }
 
 // relocations remembers pods whose relocation was relaxed (by UID, until when the ladder
-// must not hand them over again) and the recorder. Leader memory only: after a leader
-// change a relaxed pod may be tried once more.
+// must not hand them over again), pods a relocation retired, and the recorder. Leader
+// memory only: after a leader change a relaxed pod may be tried once more.
 type relocations struct {
 	mu      sync.Mutex
 	backoff map[types.UID]time.Time
+	// retired holds the pods relocations replaced, until when they are never relocated
+	// again: the resize controller can reconcile a retired pod from its cache before the
+	// pod's deletion reaches it, and relocating it a second time would surge the
+	// Deployment for a pod that is gone, leaving the singleton at two replicas.
+	retired map[types.UID]time.Time
 	rec     RelocationRecorder
+}
+
+// retire remembers that uid was replaced, until until; entries past their time go.
+func (r *relocations) retire(uid types.UID, now, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, t := range r.retired {
+		if !now.Before(t) {
+			delete(r.retired, k)
+		}
+	}
+	if r.retired == nil {
+		r.retired = map[types.UID]time.Time{}
+	}
+	r.retired[uid] = until
+}
+
+// replaced reports whether uid was retired by a relocation (and not longer ago than
+// remembered).
+func (r *relocations) replaced(uid types.UID, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.retired[uid]
+	return ok && now.Before(until)
 }
 
 func (r *relocations) recorder() RelocationRecorder {
@@ -116,6 +145,12 @@ func (r *Relocator) Relocate(ctx context.Context, pod *corev1.Pod, want corev1.R
 		return false, nil
 	}
 	now := c.clock.Now()
+	if pod.DeletionTimestamp != nil || c.reloc.replaced(pod.UID, now) {
+		// Replaced already (a stale copy of a pod a relocation retired) or going: nothing
+		// left for the ladder to do for it.
+		log.V(1).Info("not relocating: the pod is replaced or terminating", "deployment", dep)
+		return true, nil
+	}
 	if c.reloc.blocked(pod.UID, now) {
 		log.Info("not relocating: a relocation of this pod was abandoned recently", "deployment", dep)
 		return false, nil
@@ -191,6 +226,8 @@ func (c *Controller) retire(ctx context.Context, log logr.Logger, u *ballastv1.U
 			}
 		}
 		log.Info("relocation: stand-in ready, retiring the old pod", "standIn", standIn, "node", node, "pod", old.Name)
+		now := c.clock.Now()
+		c.reloc.retire(old.UID, now, now.Add(relocationBackoff))
 		c.events.Publish(releasedEvent(u, standIn, old.Name))
 		if rec := c.reloc.recorder(); rec != nil {
 			rec.Relocated(old, standIn, node)

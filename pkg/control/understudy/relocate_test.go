@@ -94,6 +94,17 @@ func TestRelocationSurgesThenRetires(t *testing.T) {
 	if r := *f.deployment().Spec.Replicas; r != 1 || len(rec.calls) != 1 {
 		t.Errorf("after retiring: replicas %d, recorded %v", r, rec.calls)
 	}
+	// The resize controller's cache still has the old pod, Deferred: asked again, the
+	// relocation is taken (the pod is replaced) and nothing surges.
+	if took, err := r.Relocate(ctx, getPod(f, "web-a"), nil, "stale cache"); err != nil || !took {
+		t.Errorf("Relocate of the retired pod = %v, %v; want taken", took, err)
+	}
+	if r := *f.deployment().Spec.Replicas; r != 1 {
+		t.Errorf("replicas = %d after asking to relocate the retired pod, want 1", r)
+	}
+	if n := testutil.ToFloat64(f.m.Surges.WithLabelValues("app", "guard")); n != 1 {
+		t.Errorf("surges = %v after asking to relocate the retired pod, want 1", n)
+	}
 }
 
 func TestRelocationRestartInReleasingNeverRaisesAgain(t *testing.T) {
