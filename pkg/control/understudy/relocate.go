@@ -213,6 +213,8 @@ func relocating(st *ballastv1.UnderstudyStatus) bool { return st.DoomClass == Cl
 // Deployment goes back to originalReplicas and the deletion cost removes the old pod.
 func (c *Controller) retire(ctx context.Context, log logr.Logger, u *ballastv1.Understudy, st *ballastv1.UnderstudyStatus,
 	t target, old *corev1.Pod, standIn string) error {
+	now := c.clock.Now()
+	c.reloc.retire(old.UID, now, now.Add(relocationBackoff)) // after a restart in Releasing too
 	if st.Phase != ballastv1.UnderstudyReleasing {
 		st.Phase, st.BlockedSince = ballastv1.UnderstudyReleasing, nil
 		c.setCond(st, u, ballastv1.ConditionReady, true, ReasonStandInReady, "stand-in "+standIn+" is Ready: retiring pod "+old.Name)
@@ -226,8 +228,6 @@ func (c *Controller) retire(ctx context.Context, log logr.Logger, u *ballastv1.U
 			}
 		}
 		log.Info("relocation: stand-in ready, retiring the old pod", "standIn", standIn, "node", node, "pod", old.Name)
-		now := c.clock.Now()
-		c.reloc.retire(old.UID, now, now.Add(relocationBackoff))
 		c.events.Publish(releasedEvent(u, standIn, old.Name))
 		if rec := c.reloc.recorder(); rec != nil {
 			rec.Relocated(old, standIn, node)
