@@ -206,7 +206,7 @@ func (c *Controller) ReconcileOptIn(ctx context.Context, key types.NamespacedNam
 		if err := c.endOptIn(ctx, log, d, s, "stand-in "+standIn+" is Ready"); err != nil {
 			return reconcile.Result{}, err
 		}
-		c.reloc.retire(old.UID, now, now.Add(relocationBackoff))
+		c.reloc.retire(old.UID, now)
 		if rec := c.reloc.recorder(); rec != nil {
 			node := ""
 			for i := range t.pods {
@@ -218,12 +218,12 @@ func (c *Controller) ReconcileOptIn(ctx context.Context, key types.NamespacedNam
 		}
 		return reconcile.Result{}, nil
 	case c.state.Get().Active():
-		c.reloc.failed(old.UID, now.Add(relocationBackoff))
+		c.reloc.failed(old.UID, now)
 		return reconcile.Result{}, c.endOptIn(ctx, log, d, s, "kill switch active: relocation abandoned")
 	case d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas < d.Status.Replicas:
 		return reconcile.Result{}, c.endOptIn(ctx, log, d, s, "the Deployment is rolling out: relocation abandoned")
 	case !now.Before(deadline):
-		c.reloc.failed(old.UID, now.Add(relocationBackoff))
+		c.reloc.failed(old.UID, now)
 		c.events.Publish(events.Event{Object: old, Type: corev1.EventTypeWarning, Reason: ReasonRelaxed,
 			Message: fmt.Sprintf("no Ready stand-in within %s: relocation abandoned, back to %d replica(s)", optInDeadline, s.OriginalReplicas)})
 		return reconcile.Result{}, c.endOptIn(ctx, log, d, s, "no Ready stand-in within the deadline")

@@ -47,42 +47,54 @@ type RelocationRecorder interface {
 	Relocated(old *corev1.Pod, standIn, node string)
 }
 
-// relocations remembers pods whose relocation was relaxed (by UID, until when the ladder
-// must not hand them over again), pods a relocation retired, and the recorder. Leader
-// memory only: after a leader change a relaxed pod may be tried once more.
+// relocations remembers pods whose relocation was relaxed (until when the ladder must not
+// hand them over again), pods a relocation retired, and the recorder. Leader memory only:
+// after a leader change a relaxed pod may be tried once more.
 type relocations struct {
 	mu      sync.Mutex
-	backoff map[types.UID]time.Time
+	backoff podsUntil
 	// retired holds the pods relocations replaced, until when they are never relocated
 	// again: the resize controller can reconcile a retired pod from its cache before the
 	// pod's deletion reaches it, and relocating it a second time would surge the
 	// Deployment for a pod that is gone, leaving the singleton at two replicas.
-	retired map[types.UID]time.Time
+	retired podsUntil
 	rec     RelocationRecorder
 }
 
-// retire remembers that uid was replaced, until until; entries past their time go.
-func (r *relocations) retire(uid types.UID, now, until time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k, t := range r.retired {
-		if !now.Before(t) {
-			delete(r.retired, k)
+// podsUntil maps pods, by UID, to the time until which something holds for them.
+type podsUntil map[types.UID]time.Time
+
+// set records uid until t and drops the entries whose time has passed.
+func (p *podsUntil) set(uid types.UID, now, t time.Time) {
+	for k, until := range *p {
+		if !now.Before(until) {
+			delete(*p, k)
 		}
 	}
-	if r.retired == nil {
-		r.retired = map[types.UID]time.Time{}
+	if *p == nil {
+		*p = podsUntil{}
 	}
-	r.retired[uid] = until
+	(*p)[uid] = t
 }
 
-// replaced reports whether uid was retired by a relocation (and not longer ago than
-// remembered).
+// holds reports whether uid's time has not passed yet.
+func (p podsUntil) holds(uid types.UID, now time.Time) bool {
+	until, ok := p[uid]
+	return ok && now.Before(until)
+}
+
+// retire remembers that uid was replaced.
+func (r *relocations) retire(uid types.UID, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.retired.set(uid, now, now.Add(relocationBackoff))
+}
+
+// replaced reports whether uid was retired by a relocation lately.
 func (r *relocations) replaced(uid types.UID, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	until, ok := r.retired[uid]
-	return ok && now.Before(until)
+	return r.retired.holds(uid, now)
 }
 
 func (r *relocations) recorder() RelocationRecorder {
@@ -91,24 +103,17 @@ func (r *relocations) recorder() RelocationRecorder {
 	return r.rec
 }
 
-func (r *relocations) failed(uid types.UID, until time.Time) {
+// failed keeps the ladder from handing uid over again for relocationBackoff.
+func (r *relocations) failed(uid types.UID, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.backoff == nil {
-		r.backoff = map[types.UID]time.Time{}
-	}
-	r.backoff[uid] = until
+	r.backoff.set(uid, now, now.Add(relocationBackoff))
 }
 
 func (r *relocations) blocked(uid types.UID, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	until, ok := r.backoff[uid]
-	if ok && !now.Before(until) {
-		delete(r.backoff, uid)
-		return false
-	}
-	return ok
+	return r.backoff.holds(uid, now)
 }
 
 // Relocator implements the resize controller's rung 3 (resize.Relocator) over the
@@ -214,7 +219,7 @@ func relocating(st *ballastv1.UnderstudyStatus) bool { return st.DoomClass == Cl
 func (c *Controller) retire(ctx context.Context, log logr.Logger, u *ballastv1.Understudy, st *ballastv1.UnderstudyStatus,
 	t target, old *corev1.Pod, standIn string) error {
 	now := c.clock.Now()
-	c.reloc.retire(old.UID, now, now.Add(relocationBackoff)) // after a restart in Releasing too
+	c.reloc.retire(old.UID, now) // after a restart in Releasing too
 	if st.Phase != ballastv1.UnderstudyReleasing {
 		st.Phase, st.BlockedSince = ballastv1.UnderstudyReleasing, nil
 		c.setCond(st, u, ballastv1.ConditionReady, true, ReasonStandInReady, "stand-in "+standIn+" is Ready: retiring pod "+old.Name)
@@ -247,7 +252,7 @@ func (c *Controller) retire(ctx context.Context, log logr.Logger, u *ballastv1.U
 func (c *Controller) abandon(ctx context.Context, log logr.Logger, u *ballastv1.Understudy, st *ballastv1.UnderstudyStatus,
 	t target, old *corev1.Pod) error {
 	if old != nil {
-		c.reloc.failed(old.UID, c.clock.Now().Add(relocationBackoff))
+		c.reloc.failed(old.UID, c.clock.Now())
 	}
 	if err := c.scaleBack(ctx, log, u, st, t, "relocation relaxed"); err != nil {
 		return err
