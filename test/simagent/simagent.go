@@ -1,8 +1,9 @@
 // Package simagent stands in for ballast-node in the scale benchmarks: one goroutine per
 // node writes the open window of every series of its pods through store.Writer (the wire
 // format ballast-node uses) once per flush interval, one sample per series per flush, and
-// optionally the agent's heartbeat. It also writes a history backlog. Only test/bench and
-// test/vpabench use it.
+// optionally the agent's heartbeat. It also writes a history backlog as windows, and whole
+// days as rollups from its day models (days.go). Only benchmarks use it: test/bench,
+// test/vpabench and test/integration/store's.
 package simagent
 
 import (
