@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // packedVersion is the first byte of a stored packed histogram (AppendBinary); a reader
@@ -12,30 +13,23 @@ import (
 const packedVersion = 1
 
 // AppendBinary appends the form a rollup is stored in (one Valkey string instead of a hash
-// of a field per bucket): a version byte; N, FallbackN and FallbackResolutionSec as
-// uvarints; Total, TotalSquares, Lo and Hi as little-endian float64 bits; FirstUnix as a
-// varint and LastUnix−FirstUnix as a uvarint; the number of buckets as a uvarint; then the
-// buckets as Pack keeps them (first index, then gaps and counts, as varints). A noisy cpu
-// series-day of ~180 buckets takes ~3 bytes a bucket this way against ~5.5 in a listpack
-// hash.
+// of a field per bucket), which is also how a Packed holds it: a version byte; N,
+// FallbackN and FallbackResolutionSec as uvarints; Total, TotalSquares, Lo and Hi as
+// little-endian float64 bits; FirstUnix as a varint and LastUnix−FirstUnix as a uvarint;
+// the number of buckets as a uvarint; then the buckets as Pack keeps them (first index,
+// then gaps and counts, as varints). A noisy cpu series-day of ~180 buckets takes ~3 bytes
+// a bucket this way against ~5.5 in a listpack hash. The zero Packed appends an empty
+// histogram.
 func (p *Packed) AppendBinary(b []byte) ([]byte, error) {
-	s := &p.stats
-	b = append(b, packedVersion)
-	b = binary.AppendUvarint(b, uint64(s.N))
-	b = binary.AppendUvarint(b, uint64(s.FallbackN))
-	b = binary.AppendUvarint(b, uint64(s.FallbackResolutionSec))
-	for _, f := range []float64{s.Total, s.TotalSquares, s.Lo, s.Hi} {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	if len(p.b) == 0 {
+		return appendHeader(b, &Histogram{}, 0), nil
 	}
-	b = binary.AppendVarint(b, s.FirstUnix)
-	b = binary.AppendUvarint(b, uint64(s.LastUnix-s.FirstUnix))
-	b = binary.AppendUvarint(b, uint64(p.n))
-	return append(b, p.buckets...), nil
+	return append(b, p.b...), nil
 }
 
 // MarshalBinary is AppendBinary into a new slice.
 func (p *Packed) MarshalBinary() ([]byte, error) {
-	return p.AppendBinary(make([]byte, 0, 48+len(p.buckets)))
+	return p.AppendBinary(make([]byte, 0, max(len(p.b), packedHeaderMax)))
 }
 
 // UnmarshalPacked decodes what AppendBinary wrote. It accepts only a histogram Decode would
@@ -54,8 +48,7 @@ func UnmarshalPacked(b []byte) (*Packed, error) {
 		return fail("version %d, want %d", b[0], packedVersion)
 	}
 	r := reader{b: b[1:]}
-	p := &Packed{}
-	s := &p.stats
+	s := &Histogram{}
 	s.N, s.FallbackN, s.FallbackResolutionSec = r.count(), r.count(), r.count()
 	for _, f := range []*float64{&s.Total, &s.TotalSquares, &s.Lo, &s.Hi} {
 		*f = r.float()
@@ -73,7 +66,6 @@ func UnmarshalPacked(b []byte) (*Packed, error) {
 	if nb < 1 || nb > int64(len(r.b)/2) { // each bucket takes at least two bytes
 		return fail("%d buckets in %d bytes", nb, len(r.b))
 	}
-	p.buckets, p.n = append([]byte(nil), r.b...), int(nb)
 	var total int64
 	first, last := int32(0), int32(0)
 	idx := int64(0)
@@ -123,7 +115,7 @@ func UnmarshalPacked(b []byte) (*Packed, error) {
 	if s.FallbackN > s.N || (s.FallbackN > 0) != (s.FallbackResolutionSec > 0) {
 		return fail("%d fallback samples (resolution %ds) of %d", s.FallbackN, s.FallbackResolutionSec, s.N)
 	}
-	return p, nil
+	return &Packed{b: slices.Clone(b)}, nil
 }
 
 // reader consumes varints and floats, remembering the first error.

@@ -35,7 +35,7 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 			// Nothing to read, so nothing to read consistently: a compaction after the GET
 			// shows in sync's epoch check, which reloads.
 			r.reloads.Add(1)
-			pc.rollups, pc.epoch, pc.loaded, pc.open = map[string]cachedHist{}, before, true, nil
+			pc.rollups, pc.epoch, pc.loaded, pc.open, pc.ids = map[histKey]series.Packed{}, before, true, nil, nil
 			pc.base, pc.baseFrom, pc.recentFrom = nil, time.Time{}, time.Time{}
 			return nil
 		}
@@ -52,7 +52,8 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		if after != before {
 			continue
 		}
-		rollups := make(map[string]cachedHist, len(members))
+		rollups := make(map[histKey]series.Packed, len(members))
+		var ids seriesTable
 		var legacy []string // rollups still in the hash of versions before packed rollups
 		for i, m := range members {
 			b, err := res[i].AsBytes()
@@ -71,10 +72,10 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 			if err != nil {
 				return fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
 			}
-			rollups[m] = cachedHist{id: id, start: start, hist: p}
+			rollups[histKey{ids.index(id), start.Unix()}] = *p
 		}
 		if len(legacy) > 0 {
-			ok, err := r.loadLegacy(ctx, profile, before, legacy, rollups)
+			ok, err := r.loadLegacy(ctx, profile, before, legacy, rollups, &ids)
 			if err != nil {
 				return err
 			}
@@ -84,7 +85,7 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		}
 		r.rollups.Add(int64(len(members)))
 		r.reloads.Add(1)
-		pc.rollups, pc.epoch, pc.loaded, pc.open = rollups, before, true, nil
+		pc.rollups, pc.epoch, pc.loaded, pc.open, pc.ids = rollups, before, true, nil, ids
 		r.mergeBase(profile, pc, now)
 		return nil
 	}
@@ -111,20 +112,20 @@ func (r *Reader) mergeBase(profile string, pc *profileCache, now time.Time) {
 	}
 	recentFrom := l.RollupStart(now).Add(-l.Rollup)
 	pc.base, pc.baseFrom, pc.recentFrom = nil, baseFrom, recentFrom
-	sums := map[series.SeriesID]*series.Histogram{}
+	sums := map[int32]*series.Histogram{}
 	// A new map, grown to what stays: one that had entries deleted keeps the room it had.
-	rest := map[string]cachedHist{}
-	for m, c := range pc.rollups {
-		if !pc.inBase(c.start) {
-			rest[m] = c
+	rest := map[histKey]series.Packed{}
+	for k, p := range pc.rollups {
+		if !pc.inBase(k.startTime()) {
+			rest[k] = p
 			continue
 		}
-		h := sums[c.id]
+		h := sums[k.sid]
 		if h == nil {
 			h = &series.Histogram{}
-			sums[c.id] = h
+			sums[k.sid] = h
 		}
-		h.MergePacked(c.hist)
+		h.MergePacked(&p)
 	}
 	if len(sums) == 0 {
 		pc.baseFrom = time.Time{}
@@ -132,9 +133,9 @@ func (r *Reader) mergeBase(profile string, pc *profileCache, now time.Time) {
 	}
 	r.merged.Add(int64(len(pc.rollups) - len(rest)))
 	pc.rollups = rest
-	pc.base = make(map[series.SeriesID]*series.Packed, len(sums))
-	for id, h := range sums {
-		pc.base[id] = series.Pack(h)
+	pc.base = make([]series.Packed, len(pc.ids))
+	for sid, h := range sums {
+		pc.base[sid] = series.PackValue(h)
 	}
 }
 
@@ -153,7 +154,7 @@ func (r *Reader) mergeSettled(profile string, pc *profileCache, now time.Time) {
 			return
 		}
 		for _, c := range pc.open {
-			if l.RollupStart(c.start).Equal(day) {
+			if l.RollupStart(c.startTime()).Equal(day) {
 				return // folds at a later read
 			}
 		}
@@ -166,18 +167,18 @@ func (r *Reader) mergeSettled(profile string, pc *profileCache, now time.Time) {
 		if pc.baseFrom.IsZero() {
 			pc.baseFrom = day
 		}
-		if pc.base == nil {
-			pc.base = map[series.SeriesID]*series.Packed{}
+		if n := len(pc.ids); len(pc.base) < n {
+			pc.base = append(pc.base, make([]series.Packed, n-len(pc.base))...)
 		}
-		for m, c := range pc.rollups {
-			if !c.start.Equal(day) {
+		for k, p := range pc.rollups {
+			if k.start != day.Unix() {
 				continue
 			}
 			h := &series.Histogram{}
-			h.MergePacked(pc.base[c.id])
-			h.MergePacked(c.hist)
-			pc.base[c.id] = series.Pack(h)
-			delete(pc.rollups, m)
+			h.MergePacked(&pc.base[k.sid])
+			h.MergePacked(&p)
+			pc.base[k.sid] = series.PackValue(h)
+			delete(pc.rollups, k)
 			r.merged.Add(1)
 		}
 		pc.recentFrom = end
@@ -208,7 +209,7 @@ func (pc *profileCache) inBase(start time.Time) bool {
 // before packed rollups wrote (each is replaced by a packed one at its next compaction, and
 // the others expire within the retention window), or nothing when one expired since the
 // listing. It reports false when the epoch moved from before meanwhile.
-func (r *Reader) loadLegacy(ctx context.Context, profile string, before int64, members []string, into map[string]cachedHist) (bool, error) {
+func (r *Reader) loadLegacy(ctx context.Context, profile string, before int64, members []string, into map[histKey]series.Packed, ids *seriesTable) (bool, error) {
 	cmds := make(valkey.Commands, 0, len(members)+1)
 	for _, m := range members {
 		cmds = append(cmds, r.c.B().Hgetall().Key(series.LegacyRollupKeyOf(profile, m)).Build())
@@ -234,7 +235,7 @@ func (r *Reader) loadLegacy(ctx context.Context, profile string, before int64, m
 		if err != nil {
 			return false, fmt.Errorf("reading rollup %s of %s: %w", m, profile, err)
 		}
-		into[m] = cachedHist{id: id, start: start, hist: series.Pack(h)}
+		into[histKey{ids.index(id), start.Unix()}] = series.PackValue(h)
 	}
 	return true, nil
 }

@@ -58,21 +58,53 @@ type ReaderStats struct {
 	Merged int64
 }
 
+// The cache holds every series' rollups, merged days and open windows — at 60,000 series,
+// a quarter of a million histograms — so what it keeps per histogram is small: the
+// histogram packed (series.Packed, one byte slice), the start in unix seconds, and the
+// series as an index into its profile's table of series (seriesTable) instead of a
+// SeriesID's four strings.
+
+// cachedHist is an open window: read, and not yet folded into its rollup.
 type cachedHist struct {
-	id    series.SeriesID
-	start time.Time
-	// hist is packed: the cache holds every series' rollups and open windows, and a map of
-	// buckets costs several times the packed form.
-	hist *series.Packed
+	hist  series.Packed
+	start int64 // unix seconds
+	sid   int32 // the series, in profileCache.ids
 	// settled marks a window read after it closed: it is not read again before it folds.
 	settled bool
+}
+
+func (c *cachedHist) startTime() time.Time { return time.Unix(c.start, 0).UTC() }
+
+// histKey names a cached rollup: its series (in profileCache.ids) and start (unix seconds).
+type histKey struct {
+	sid   int32
+	start int64
+}
+
+func (k histKey) startTime() time.Time { return time.Unix(k.start, 0).UTC() }
+
+// seriesTable lists the series of one profile its cache has seen since the last load.
+// Cached histograms name their series by index in it; a profile has a handful of series,
+// so a lookup is a scan.
+type seriesTable []series.SeriesID
+
+// index returns id's index, adding id if it is new.
+func (t *seriesTable) index(id series.SeriesID) int32 {
+	for i, x := range *t {
+		if x == id {
+			return int32(i)
+		}
+	}
+	*t = append(*t, id)
+	return int32(len(*t) - 1)
 }
 
 type profileCache struct {
 	mu      sync.Mutex
 	loaded  bool
 	epoch   int64
-	rollups map[string]cachedHist // by rollup member; not those merged into base
+	ids     seriesTable               // the series cached histograms name; reset at each load
+	rollups map[histKey]series.Packed // not those merged into base
 	// base merges, per series, the rollups that started in [baseFrom, recentFrom): closed
 	// days not recent enough to take folds, and not the next to leave the retention window
 	// once the profile's daily reload is past (mergeBase). A load merges those before
@@ -81,8 +113,9 @@ type profileCache struct {
 	// oldest day, base and today; from midnight until yesterday settles yesterday, base and
 	// today) and two the rest of the day, instead of eight (a 7-day retention; the longer
 	// the retention, the more it saves). The profile is loaded again before the cutoff
-	// reaches baseFrom (mustReload). baseFrom is zero when base is empty.
-	base                 map[series.SeriesID]*series.Packed
+	// reaches baseFrom (mustReload). base is indexed like ids (an entry may be empty, and
+	// the slice shorter than ids); baseFrom is zero when base is empty.
+	base                 []series.Packed
 	baseFrom, recentFrom time.Time
 	open                 map[string]cachedHist // by window member, as of the last Read
 	// reread holds the windows whose fold was skipped because they changed (a late flush):
@@ -123,7 +156,13 @@ func (r *Reader) Cached(profile string) int {
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return len(pc.rollups) + len(pc.base) + len(pc.open)
+	n := len(pc.rollups) + len(pc.open)
+	for i := range pc.base {
+		if pc.base[i].N() > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Forget drops the cache of a profile (after Purge, or when the profile is deleted).
@@ -279,20 +318,21 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		listedSet[m] = true
 	}
 	place := func(m, count string, c cachedHist) {
-		rstart := l.RollupStart(c.start)
-		if !l.Folds(profile, c.start, now) || pc.inBase(rstart) {
+		rstart := l.RollupStart(c.startTime())
+		if !l.Folds(profile, c.startTime(), now) || pc.inBase(rstart) {
 			open[m] = c
 			return
 		}
-		rm := series.Member(c.id, rstart)
+		id := pc.ids[c.sid]
+		rm := series.Member(id, rstart)
 		g := groups[rm]
 		if g == nil {
-			g = &compactGroup{member: rm, key: series.RollupKey(c.id, rstart), start: rstart, delta: &series.Histogram{}}
+			g = &compactGroup{member: rm, key: series.RollupKey(id, rstart), sid: c.sid, start: rstart, delta: &series.Histogram{}}
 			groups[rm] = g
 			order = append(order, rm)
 		}
 		g.windows = append(g.windows, compactWindow{member: m, count: count, hist: c})
-		g.delta.MergePacked(c.hist)
+		g.delta.MergePacked(&c.hist)
 	}
 	for _, m := range kept {
 		if listedSet[m] { // else its pending entry was dropped: it expired
@@ -315,7 +355,7 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		if err != nil {
 			return false, fmt.Errorf("reading window %s of %s: %w", m, profile, err)
 		}
-		place(m, fields[series.FieldCount], cachedHist{id: id, start: start, hist: series.Pack(h), settled: l.Closed(start, now)})
+		place(m, fields[series.FieldCount], cachedHist{sid: pc.ids.index(id), start: start.Unix(), hist: series.PackValue(h), settled: l.Closed(start, now)})
 	}
 	r.windows.Add(int64(len(read) - len(gone)))
 	pc.reread = nil
@@ -334,11 +374,11 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		// reads them all, compactions add theirs, and another reader's compaction moves the
 		// epoch), so for those the new rollup is the cached one plus the windows.
 		g := groups[rm]
-		switch c, ok := pc.rollups[rm]; {
+		switch c, ok := pc.rollups[histKey{g.sid, g.start.Unix()}]; {
 		case g.start.Before(cutoff):
 			g.form = formExpired // no read sees this rollup again: its windows are dropped
 		case ok:
-			sum := c.hist.Unpack()
+			sum := c.Unpack()
 			sum.Merge(g.delta)
 			g.form, g.packed = formFull, series.Pack(sum)
 		default:
@@ -360,7 +400,7 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		expect = cr.after
 		for _, m := range cr.rolled {
 			if g := groups[m]; g != nil && g.packed != nil {
-				pc.rollups[m] = cachedHist{id: g.windows[0].hist.id, start: g.start, hist: g.packed}
+				pc.rollups[histKey{g.sid, g.start.Unix()}] = *g.packed
 			}
 		}
 		if cr.stale > 0 {
@@ -392,6 +432,7 @@ type compactWindow struct {
 // compactGroup is the closed windows of one rollup and their merged samples.
 type compactGroup struct {
 	member, key string
+	sid         int32
 	start       time.Time
 	windows     []compactWindow
 	delta       *series.Histogram
@@ -458,27 +499,31 @@ func (r *Reader) compactCalls(profile string, epoch int64, gone, order []string,
 // retention window.
 func (pc *profileCache) merge(cutoff time.Time) map[series.SeriesID]*series.Histogram {
 	out := map[series.SeriesID]*series.Histogram{}
-	add := func(c cachedHist) {
-		h := out[c.id]
+	add := func(sid int32, p *series.Packed) {
+		if p.N() == 0 {
+			return
+		}
+		id := pc.ids[sid]
+		h := out[id]
 		if h == nil {
 			h = &series.Histogram{}
-			out[c.id] = h
+			out[id] = h
 		}
-		h.MergePacked(c.hist)
+		h.MergePacked(p)
 	}
-	for m, c := range pc.rollups {
-		if c.start.Before(cutoff) {
-			delete(pc.rollups, m)
+	for k, p := range pc.rollups {
+		if k.startTime().Before(cutoff) {
+			delete(pc.rollups, k)
 			continue
 		}
-		add(c)
+		add(k.sid, &p)
 	}
-	for id, p := range pc.base { // every merged rollup is within retention (mustReload)
-		add(cachedHist{id: id, hist: p})
+	for sid := range pc.base { // every merged rollup is within retention (mustReload)
+		add(int32(sid), &pc.base[sid])
 	}
 	for _, c := range pc.open {
-		if !c.start.Before(cutoff) {
-			add(c)
+		if !c.startTime().Before(cutoff) {
+			add(c.sid, &c.hist)
 		}
 	}
 	return out
