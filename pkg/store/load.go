@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -85,7 +86,8 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		}
 		r.rollups.Add(int64(len(members)))
 		r.reloads.Add(1)
-		pc.rollups, pc.epoch, pc.loaded, pc.open, pc.ids = rollups, before, true, nil, ids
+		// A table at its size: it was grown by appending, and lives until the next load.
+		pc.rollups, pc.epoch, pc.loaded, pc.open, pc.ids = rollups, before, true, nil, slices.Clone(ids)
 		r.mergeBase(profile, pc, now)
 		return nil
 	}

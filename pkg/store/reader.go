@@ -83,20 +83,29 @@ type histKey struct {
 
 func (k histKey) startTime() time.Time { return time.Unix(k.start, 0).UTC() }
 
-// seriesTable lists the series of one profile its cache has seen since the last load.
-// Cached histograms name their series by index in it; a profile has a handful of series,
-// so a lookup is a scan.
-type seriesTable []series.SeriesID
+// seriesTable lists the series of one profile its cache has seen since the last load,
+// without the profile. Cached histograms name their series by index in it; a profile has a
+// handful of series, so a lookup is a scan.
+type seriesTable []seriesName
+
+type seriesName struct{ container, resource, signal string }
 
 // index returns id's index, adding id if it is new.
 func (t *seriesTable) index(id series.SeriesID) int32 {
+	n := seriesName{id.Container, id.Resource, id.Signal}
 	for i, x := range *t {
-		if x == id {
+		if x == n {
 			return int32(i)
 		}
 	}
-	*t = append(*t, id)
+	*t = append(*t, n)
 	return int32(len(*t) - 1)
+}
+
+// id is the series at index sid, of profile.
+func (t seriesTable) id(profile string, sid int32) series.SeriesID {
+	n := t[sid]
+	return series.SeriesID{Profile: profile, Container: n.container, Resource: n.resource, Signal: n.signal}
 }
 
 type profileCache struct {
@@ -156,9 +165,14 @@ func (r *Reader) Cached(profile string) int {
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	n := len(pc.rollups) + len(pc.open)
+	n := len(pc.rollups)
 	for i := range pc.base {
 		if pc.base[i].N() > 0 {
+			n++
+		}
+	}
+	for _, c := range pc.open {
+		if c.hist.N() > 0 { // an open window read again next time holds no histogram meanwhile
 			n++
 		}
 	}
@@ -225,7 +239,9 @@ func (r *Reader) Read(ctx context.Context, profile string, now time.Time) (map[s
 		}
 		if current {
 			r.mergeSettled(profile, pc, now)
-			return pc.merge(r.layout.Cutoff(now)), nil
+			out := pc.merge(profile, r.layout.Cutoff(now))
+			pc.dropUnsettled()
+			return out, nil
 		}
 		pc.loaded = false // another reader compacted: the cached rollups are stale
 	}
@@ -323,7 +339,7 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 			open[m] = c
 			return
 		}
-		id := pc.ids[c.sid]
+		id := pc.ids.id(profile, c.sid)
 		rm := series.Member(id, rstart)
 		g := groups[rm]
 		if g == nil {
@@ -497,13 +513,13 @@ func (r *Reader) compactCalls(profile string, epoch int64, gone, order []string,
 
 // merge builds the per-series result from the cache, dropping rollups that left the
 // retention window.
-func (pc *profileCache) merge(cutoff time.Time) map[series.SeriesID]*series.Histogram {
+func (pc *profileCache) merge(profile string, cutoff time.Time) map[series.SeriesID]*series.Histogram {
 	out := map[series.SeriesID]*series.Histogram{}
 	add := func(sid int32, p *series.Packed) {
 		if p.N() == 0 {
 			return
 		}
-		id := pc.ids[sid]
+		id := pc.ids.id(profile, sid)
 		h := out[id]
 		if h == nil {
 			h = &series.Histogram{}
@@ -527,6 +543,18 @@ func (pc *profileCache) merge(cutoff time.Time) map[series.SeriesID]*series.Hist
 		}
 	}
 	return out
+}
+
+// dropUnsettled empties the histograms of the open windows that the next sync reads again
+// (not settled, or to be read again after a skipped fold): only their names are needed
+// until then. At 60,000 series that is a window per series, ~15 MB of heap.
+func (pc *profileCache) dropUnsettled() {
+	for m, c := range pc.open {
+		if !c.settled || pc.reread[m] {
+			c.hist = series.Packed{}
+			pc.open[m] = c
+		}
+	}
 }
 
 // Series lists the series in the profile's index: every series written within the

@@ -393,8 +393,17 @@ func TestSettledWindowLateFlush(t *testing.T) {
 		w := mustWriter(t, c, l)
 		want := history(t, ctx, w, l, ids, prev, 0, r) // one window per series: prev
 		rd := mustReader(t, c, l)
+		// While prev is open every read reads it again, so the reader keeps only its name
+		// between reads, not its histogram.
+		checkedRead(t, ctx, rd, p, prev.Add(l.Window/2), want, "read while open")
+		if n := rd.Cached(p); n != 0 {
+			t.Errorf("after reading open windows the reader holds %d histograms, want 0 (they are read again)", n)
+		}
 		if _, err := rd.Read(ctx, p, closedAt); err != nil { // reads prev closed: settled
 			t.Fatal(err)
+		}
+		if n := rd.Cached(p); n != len(ids) {
+			t.Errorf("after reading closed windows the reader holds %d histograms, want %d (settled, kept until they fold)", n, len(ids))
 		}
 		late := window(t, r, prev, 3, gen(ids[0]))
 		if err := w.Flush(ctx, []series.WindowUpdate{{Series: ids[0], Start: prev, Hist: late}}); err != nil {
