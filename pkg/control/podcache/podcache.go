@@ -60,12 +60,13 @@ func Placement(obj any) (any, error) {
 }
 
 // stripMeta drops the metadata no reader uses, managedFields and kubectl's last-applied
-// copy, and interns the label and annotation strings.
+// copy, and shares equal label and annotation maps between pods (stringMaps), their
+// strings interned.
 func stripMeta(pod *corev1.Pod) {
 	pod.ManagedFields = nil
 	delete(pod.Annotations, lastApplied)
-	pod.Labels = internStrings(pod.Labels)
-	pod.Annotations = internStrings(pod.Annotations)
+	pod.Labels = stringMaps.share(pod.Labels)
+	pod.Annotations = stringMaps.share(pod.Annotations)
 }
 
 // readConditions keeps the pod conditions ballast-control reads: Ready (resize's revert
@@ -85,20 +86,6 @@ func readConditions(cs []corev1.PodCondition, gates []corev1.PodReadinessGate) [
 		}
 		c.Type, c.Status = corev1.PodConditionType(intern(string(c.Type))), corev1.ConditionStatus(intern(string(c.Status)))
 		out = append(out, c)
-	}
-	return out
-}
-
-// internStrings replaces m's keys and values with interned copies (intern): label
-// keys repeat on every pod, values and annotations across a profile's pods. It returns m
-// rebuilt at its size (nil stays nil).
-func internStrings(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[intern(k)] = intern(v)
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -234,4 +235,38 @@ func heapPerObject(n int, build func(i int) any) float64 {
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(keep)
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+// TestReplicasShareLabelMaps: pods with equal labels and annotations (a workload's
+// replicas) hold one map of each after Slim, equal to what they carried; a pod whose labels
+// differ keeps its own.
+func TestReplicasShareLabelMaps(t *testing.T) {
+	pod := func(name, hash string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop",
+			Labels:      map[string]string{"app": "web", "pod-template-hash": hash},
+			Annotations: map[string]string{"ballast.tightlinesoftware.com/profile-ref": "web--shop-1234"}}}
+	}
+	slim := func(p *corev1.Pod) *corev1.Pod {
+		out, err := Slim(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.Pod)
+	}
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	a, b, other := slim(pod("web-a", "5f9c")), slim(pod("web-b", "5f9c")), slim(pod("web-c", "77aa"))
+	if want := pod("x", "5f9c").Labels; !maps.Equal(a.Labels, want) || !maps.Equal(b.Labels, want) {
+		t.Fatalf("labels changed: %v, %v, want %v", a.Labels, b.Labels, want)
+	}
+	if !same(a.Labels, b.Labels) || !same(a.Annotations, b.Annotations) {
+		t.Error("two replicas with equal labels and annotations hold maps of their own")
+	}
+	if same(a.Labels, other.Labels) || !maps.Equal(other.Labels, pod("x", "77aa").Labels) {
+		t.Errorf("a pod with other labels got %v", other.Labels)
+	}
+	if !same(a.Annotations, other.Annotations) {
+		t.Error("equal annotations of another workload's pod are not shared")
+	}
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // Profile is the cache TransformFunc of WorkloadProfiles (cache.ByObject.Transform):
-// managedFields dropped, and the strings that profiles repeat interned: label keys and
-// values, finalizers, the policy reference, state, container and resource names, sources,
+// managedFields dropped, equal label maps shared (stringMaps), and the strings that
+// profiles repeat interned: label keys and values, finalizers, the policy reference, state, container and resource names, sources,
 // time spans, recommendation keys, condition types, statuses, reasons and messages (one
 // policy's messages are the same on all its profiles). A profile's own figures
 // (quantities, bases, summary) stay its own. Other objects pass unchanged. It edits the
@@ -20,12 +20,13 @@ func Profile(obj any) (any, error) {
 		return obj, nil
 	}
 	wp.ManagedFields = nil
-	wp.Labels, wp.Annotations = internStrings(wp.Labels), internStrings(wp.Annotations)
+	wp.Labels, wp.Annotations = stringMaps.share(wp.Labels), stringMaps.share(wp.Annotations)
 	for i, f := range wp.Finalizers {
 		wp.Finalizers[i] = intern(f)
 	}
 	st := &wp.Status
-	st.TupleLabels, st.SelectorLabels = internStrings(st.TupleLabels), internStrings(st.SelectorLabels)
+	// Usually equal to each other, and to other profiles' selector labels.
+	st.TupleLabels, st.SelectorLabels = stringMaps.share(st.TupleLabels), stringMaps.share(st.SelectorLabels)
 	if r := st.PolicyRef; r != nil {
 		r.Kind, r.Namespace, r.Name = intern(r.Kind), intern(r.Namespace), intern(r.Name)
 	}
