@@ -154,7 +154,8 @@ func newFallback(mgr ctrl.Manager, o *Options, d Deps) (*fallback.Controller, er
 	}
 	fb := fallback.New(d.Clock, mgr.GetClient(), d.State, store.NewProfileReaderConfig(o.StoreConfig()), api,
 		fallback.NewMetrics(d.Registry), d.Events, d.log(ComponentCollector).WithName("fallback"),
-		fallback.Options{Enabled: o.Fallback, Interval: o.FallbackInterval, EphemeralStorage: o.FallbackEphemeralStorage})
+		fallback.Options{Enabled: o.Fallback, Interval: o.FallbackInterval, EphemeralStorage: o.FallbackEphemeralStorage}).
+		WithPodLister(podcache.Lister(mgr.GetCache()))
 	if o.FallbackEphemeralStorage {
 		sum, err := fallback.NewSummaryAPI(mgr.GetConfig())
 		if err != nil {

@@ -27,6 +27,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/podcache"
 	"github.com/ballastk8s/ballast/pkg/series"
 )
 
@@ -60,10 +61,13 @@ type Controller struct {
 	store  Store
 	api    MetricsAPI
 	sum    SummaryAPI // nil unless Options.EphemeralStorage
-	m      *Metrics
-	events *events.Recorder
-	log    logr.Logger
-	o      Options
+	// pods lists the enrolled pods the manager's cache holds (WithPodLister); nil lists
+	// them through client, which copies each pod's struct.
+	podLister podcache.PodLister
+	m         *Metrics
+	events    *events.Recorder
+	log       logr.Logger
+	o         Options
 
 	mu     sync.Mutex
 	pods   map[string]*podState // by pod UID
@@ -86,6 +90,13 @@ func New(clk clock.PassiveClock, c client.Client, st *config.State, s Store, api
 	}
 	return &Controller{clock: clk, client: c, state: st, store: s, api: api, m: m, events: ev, log: log, o: o,
 		pods: map[string]*podState{}, eph: map[string]*podState{}, view: viewState{profiles: map[string]ProfileCoverage{}}, resolution: time.Minute}
+}
+
+// WithPodLister makes the controller read the enrolled pods from l (podcache.Lister over
+// the manager's cache) instead of listing them through its client every cycle.
+func (c *Controller) WithPodLister(l podcache.PodLister) *Controller {
+	c.podLister = l
+	return c
 }
 
 // WithSummary sets the node-proxy Summary reader of Options.EphemeralStorage.
@@ -138,10 +149,9 @@ func (c *Controller) problem(msg string, err error) {
 
 // enrolledPod is one bound, running enrolled pod as the fallback sees it.
 type enrolledPod struct {
-	pod        *corev1.Pod
-	profile    string // WorkloadProfile name
-	hash       string // its measurementHash ("" until the profile has one)
-	containers map[string]bool
+	pod     *corev1.Pod
+	profile string // WorkloadProfile name
+	hash    string // its measurementHash ("" until the profile has one)
 }
 
 // Cycle reads heartbeats, updates coverage, and measures the pods of uncovered nodes.
@@ -301,14 +311,16 @@ func sum(m map[string]int) int {
 // enrolledPods lists the bound, running enrolled pods with their profile's hash.
 func (c *Controller) enrolledPods(ctx context.Context) (map[string]enrolledPod, error) {
 	// Read only: the cache's pods are used as they are, not copied every cycle.
-	list := &corev1.PodList{}
-	if err := c.client.List(ctx, list, client.HasLabels{ballastv1.ModeLabel}, client.UnsafeDisableDeepCopy); err != nil {
+	pods, err := c.listPods(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("listing enrolled pods: %w", err)
 	}
 	hashes := map[string]string{}
 	out := map[string]enrolledPod{}
-	for i := range list.Items {
-		p := &list.Items[i]
+	for _, p := range pods {
+		if _, ok := p.Labels[ballastv1.ModeLabel]; !ok {
+			continue
+		}
 		ref := p.Annotations[ballastv1.ProfileRefAnnotation]
 		if ref == "" || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning || !p.DeletionTimestamp.IsZero() {
 			continue
@@ -325,7 +337,24 @@ func (c *Controller) enrolledPods(ctx context.Context) (map[string]enrolledPod, 
 			hash = wp.Status.MeasurementHash
 			hashes[ref] = hash
 		}
-		out[string(p.UID)] = enrolledPod{pod: p, profile: ref, hash: hash, containers: longRunning(p)}
+		out[string(p.UID)] = enrolledPod{pod: p, profile: ref, hash: hash}
+	}
+	return out, nil
+}
+
+// listPods returns the enrolled pods, read only: from the pod lister when there is one,
+// else through the client (which copies each pod's struct, not its fields).
+func (c *Controller) listPods(ctx context.Context) ([]*corev1.Pod, error) {
+	if c.podLister != nil {
+		return c.podLister(ctx)
+	}
+	list := &corev1.PodList{}
+	if err := c.client.List(ctx, list, client.HasLabels{ballastv1.ModeLabel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
 	}
 	return out, nil
 }

@@ -51,8 +51,9 @@ func summaryPoints(b []byte, pods map[string]enrolledPod) (map[string]point, err
 			continue
 		}
 		p := point{Ephemeral: true, Containers: map[string]usage{}}
+		longRunning := longRunning(ep.pod)
 		for _, c := range ps.Containers {
-			if !ep.containers[c.Name] || c.Rootfs == nil || c.Rootfs.UsedBytes == nil || c.Logs == nil || c.Logs.UsedBytes == nil {
+			if !longRunning[c.Name] || c.Rootfs == nil || c.Rootfs.UsedBytes == nil || c.Logs == nil || c.Logs.UsedBytes == nil {
 				continue
 			}
 			sum := *c.Rootfs.UsedBytes + *c.Logs.UsedBytes

@@ -13,7 +13,7 @@ func summaryPod() enrolledPod {
 			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 		}}}
-	return enrolledPod{pod: p, containers: map[string]bool{"app": true}}
+	return enrolledPod{pod: p}
 }
 
 const summaryJSON = `{"node":{"nodeName":"n","startTime":null},"pods":[

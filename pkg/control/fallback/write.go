@@ -63,7 +63,7 @@ func (c *Controller) flushDecided(ctx context.Context, now time.Time, hbs map[st
 		if len(d.write) == 0 {
 			continue
 		}
-		ups = append(ups, windowUpdates(ep.hash, d.write, ep.containers, window)...)
+		ups = append(ups, windowUpdates(ep.hash, d.write, longRunning(ep.pod), window)...)
 		cursors[uid+suffix] = ps.cursor
 		written[uid] = d
 	}
