@@ -55,14 +55,20 @@ func RollupDays(ctx context.Context, c *store.Client, l series.Layout, hashes []
 		return fmt.Errorf("rollup days: the layout's rollups are %v, not a day", l.Rollup)
 	}
 	r := rand.New(rand.NewPCG(13, 13))
-	var cpuDays, memDays [8][]byte
-	for i := range cpuDays {
-		var err error
-		if cpuDays[i], err = series.Pack(Day("cpu-noisy", r, today)).MarshalBinary(); err != nil {
-			return err
-		}
-		if memDays[i], err = series.Pack(Day("memory", r, today)).MarshalBinary(); err != nil {
-			return err
+	// cpuDays[k][d] is variant k moved to d days before today: the samples' first and last
+	// times are those of the day it is stored as, so spans and lastSeen come out as a week.
+	cpuDays, memDays := make([][][]byte, 8), make([][][]byte, 8)
+	for k := range cpuDays {
+		cpu, mem := Day("cpu-noisy", r, today), Day("memory", r, today)
+		cpuDays[k], memDays[k] = make([][]byte, days+1), make([][]byte, days+1)
+		for d := 1; d <= days; d++ {
+			var err error
+			if cpuDays[k][d], err = packDaysBefore(cpu, d); err != nil {
+				return err
+			}
+			if memDays[k][d], err = packDaysBefore(mem, d); err != nil {
+				return err
+			}
 		}
 	}
 	raw := c.Raw()
@@ -82,9 +88,9 @@ func RollupDays(ctx context.Context, c *store.Client, l series.Layout, hashes []
 				id := series.SeriesID{Profile: hash, Container: ContainerName(cn), Resource: res, Signal: series.SignalUsage}
 				for d := 1; d <= days; d++ {
 					start := today.AddDate(0, 0, -d)
-					payload := memDays[(i+d)%8]
+					payload := memDays[(i+d)%8][d]
 					if res == series.ResourceCPU {
-						payload = cpuDays[(i+d)%8]
+						payload = cpuDays[(i+d)%8][d]
 					}
 					m := series.Member(id, start)
 					cmds = append(cmds,
@@ -105,4 +111,12 @@ func RollupDays(ctx context.Context, c *store.Client, l series.Layout, hashes []
 		}
 	}
 	return flush()
+}
+
+// packDaysBefore is h with its sample times moved d days back, in the stored form.
+func packDaysBefore(h *series.Histogram, d int) ([]byte, error) {
+	c := h.Clone()
+	shift := int64(d) * 86400
+	c.FirstUnix, c.LastUnix = c.FirstUnix-shift, c.LastUnix-shift
+	return series.Pack(c).MarshalBinary()
 }
