@@ -8,9 +8,10 @@ import (
 
 // Profile is the cache TransformFunc of WorkloadProfiles (cache.ByObject.Transform):
 // managedFields dropped, equal label maps shared (stringMaps), and the strings that
-// profiles repeat interned: label keys and values, finalizers, the policy reference, state, container and resource names, sources,
-// time spans, recommendation keys, condition types, statuses, reasons and messages (one
-// policy's messages are the same on all its profiles). A profile's own figures
+// profiles repeat interned: label keys and values, finalizers, the policy reference,
+// state, container and resource names, sources, time spans, recommendation keys,
+// condition types, statuses, reasons and messages (one policy's messages are the same on
+// all its profiles). A profile's own figures
 // (quantities, bases, summary) stay its own. Other objects pass unchanged. It edits the
 // object in place (the informer's freshly decoded copy) and is idempotent; nothing is
 // changed but where the bytes live.
