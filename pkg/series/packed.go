@@ -106,9 +106,6 @@ func (p *Packed) N() int64 {
 	return int64(v)
 }
 
-// Size is the number of bytes p holds.
-func (p *Packed) Size() int { return len(p.b) }
-
 // eachBucket calls f for every one of the n buckets in buf, ascending by index.
 func eachBucket(buf []byte, n int, f func(index int32, count int64)) {
 	prev := int64(0)

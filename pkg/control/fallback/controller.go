@@ -61,7 +61,7 @@ type Controller struct {
 	store  Store
 	api    MetricsAPI
 	sum    SummaryAPI // nil unless Options.EphemeralStorage
-	// pods lists the enrolled pods the manager's cache holds (WithPodLister); nil lists
+	// podLister lists the enrolled pods the manager's cache holds (WithPodLister); nil lists
 	// them through client, which copies each pod's struct.
 	podLister podcache.PodLister
 	m         *Metrics
