@@ -117,6 +117,8 @@ func (m *Manager) sync(ctx context.Context, force bool) (Bundle, error) {
 		return cur, nil
 	}
 	if !exists {
+		// The chart creates the Secret empty and grants no create on Secrets; a Secret that
+		// is missing is created only where the caller's RBAC allows it (outside the chart).
 		s = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "ballast"}},
@@ -124,14 +126,22 @@ func (m *Manager) sync(ctx context.Context, force bool) (Bundle, error) {
 			Data: next.data(),
 		}
 		if err := m.c.Create(ctx, s); err != nil {
+			if apierrors.IsForbidden(err) {
+				return Bundle{}, fmt.Errorf("webhook Secret %s is missing and may not be created (the chart creates it in builtin certificate mode): %w", key, err)
+			}
 			return Bundle{}, fmt.Errorf("creating Secret %s: %w", key, err)
 		}
 		log.Info("created webhook certificates", "secret", key.String())
 		return next, nil
 	}
+	first := len(cur.CACert) == 0 // the chart's empty Secret: the first issue
 	s.Data = next.data()
 	if err := m.c.Update(ctx, s); err != nil { // resourceVersion precondition: conflicts retry
 		return Bundle{}, fmt.Errorf("updating Secret %s: %w", key, err)
+	}
+	if first {
+		log.Info("created webhook certificates", "secret", key.String())
+		return next, nil
 	}
 	log.Info("renewed webhook certificates", "secret", key.String())
 	return next, nil

@@ -293,8 +293,12 @@ func checkUninstalled(t *testing.T, cx context.Context) {
 	if err := c.Get(cx, client.ObjectKey{Name: "ballastconfigs.ballast.tightlinesoftware.com"}, crd); err != nil {
 		t.Errorf("uninstall must keep the CRDs: %v", err)
 	}
-	// ballast-control created this Secret itself; Helm leaves it (NOTES says so).
-	_ = c.Delete(cx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ballast-webhook-cert"}})
+	// The chart creates ballast-control's certificate Secret (empty) and so removes it.
+	sec := &corev1.Secret{}
+	if err := c.Get(cx, client.ObjectKey{Namespace: namespace, Name: "ballast-webhook-cert"}, sec); !apierrors.IsNotFound(err) {
+		t.Errorf("the webhook certificate Secret survived uninstall: %v", err)
+		_ = c.Delete(cx, sec)
+	}
 }
 
 func crdHookObjects() []client.Object {

@@ -27,9 +27,12 @@ import (
 
 var srv *harness.Servers
 
-// The API server starts without Ballast's CRDs: the chart's crds/ folder installs them.
+// The API server starts without Ballast's CRDs: the chart's crds/ folder installs them. The
+// alpha Node field spec.podPreemptionPolicy (the resize guard's) is on, so the Node policy is
+// tested against the field it bounds.
 func TestMain(m *testing.M) {
-	harness.Main(m, harness.Need{Kube: true, KubeOptions: harness.KubeOptions{WithoutCRDs: true}}, &srv)
+	harness.Main(m, harness.Need{Kube: true, KubeOptions: harness.KubeOptions{WithoutCRDs: true,
+		APIServerFlags: map[string]string{"feature-gates": "InPlacePodVerticalScalingSchedulerPreemption=true"}}}, &srv)
 }
 
 const (

@@ -20,7 +20,8 @@ import (
 // TestRenderBuiltinCertificates: without cert-manager, ballast-control keeps its own
 // certificate in a Secret and the caBundle of its webhook configuration.
 func TestRenderBuiltinCertificates(t *testing.T) {
-	m := newHelm(t).mustTemplate(t, "--set", "certManager.enabled=false")
+	h := newHelm(t)
+	m := h.mustTemplate(t, "--set", "certManager.enabled=false")
 	if m.has("Issuer", "ballast-selfsigned") || m.has("Certificate", "ballast-serving-cert") {
 		t.Error("cert-manager objects rendered with certManager.enabled=false")
 	}
@@ -52,8 +53,8 @@ func TestRenderBuiltinCertificates(t *testing.T) {
 		Resources: []string{"mutatingwebhookconfigurations"}, ResourceNames: []string{fullname}, Verbs: []string{"get", "patch"}}})
 	role := &rbacv1.Role{}
 	m.decode(t, "Role", "ballast-webhook-cert", role)
+	// No create: the chart makes the Secret (empty), and RBAC cannot limit create to a name.
 	want := []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"ballast-webhook-cert"}, Verbs: []string{"get", "update"}},
 	}
 	if diff := cmp.Diff(want, role.Rules); diff != "" {
@@ -63,6 +64,14 @@ func TestRenderBuiltinCertificates(t *testing.T) {
 	m.decode(t, "RoleBinding", "ballast-webhook-cert", rb)
 	if rb.RoleRef.Name != "ballast-webhook-cert" || rb.Subjects[0].Name != fullname {
 		t.Errorf("webhook-cert binding: %+v %+v", rb.RoleRef, rb.Subjects)
+	}
+	sec := &corev1.Secret{}
+	m.decode(t, "Secret", "ballast-webhook-cert", sec)
+	if sec.Namespace != namespace || len(sec.Data) != 0 || len(sec.StringData) != 0 {
+		t.Errorf("the chart's webhook Secret must be empty (an upgrade must not overwrite the certificates): %+v", sec)
+	}
+	if on := h.mustTemplate(t, "--set", "certManager.enabled=true"); on.has("Secret", "ballast-webhook-cert") {
+		t.Error("cert-manager mode renders the builtin mode's Secret (cert-manager owns it)")
 	}
 }
 

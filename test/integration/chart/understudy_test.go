@@ -51,7 +51,7 @@ func TestRenderUnderstudy(t *testing.T) {
 		}
 	}
 	for res, verbs := range map[string][]string{
-		"deployments": {"get", "list", "watch", "patch"}, "deployments/scale": {"patch"}, "nodes": {"get", "list", "watch"},
+		"deployments": {"get", "list", "watch", "patch"}, "deployments/scale": nil, "nodes": {"get", "list", "watch"},
 		"horizontalpodautoscalers": {"list", "watch"}, "understudies": {"get", "list", "watch"},
 		"understudies/status": {"get", "update", "patch"},
 		// defaults render built-in certificates (no cert-manager API under helm template),
