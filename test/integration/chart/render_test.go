@@ -69,6 +69,9 @@ func TestRenderDefaults(t *testing.T) {
 		"Service/ballast-valkey", "Service/ballast-webhook",
 		"ServiceAccount/ballast", "ServiceAccount/ballast-crd-upgrade", "ServiceAccount/ballast-node",
 		"ValidatingAdmissionPolicy/ballast-control-pod-patches", "ValidatingAdmissionPolicyBinding/ballast-control-pod-patches",
+		"ValidatingAdmissionPolicy/ballast-control-pod-resizes", "ValidatingAdmissionPolicyBinding/ballast-control-pod-resizes",
+		"ValidatingAdmissionPolicy/ballast-control-node-patches", "ValidatingAdmissionPolicyBinding/ballast-control-node-patches",
+		"ValidatingAdmissionPolicy/ballast-control-deployment-patches", "ValidatingAdmissionPolicyBinding/ballast-control-deployment-patches",
 		"ValidatingWebhookConfiguration/ballast",
 	}
 	slices.Sort(want)
