@@ -28,7 +28,8 @@ spec:
 {{/*
 ballast.vap.metadata: validations that an object's labels, owner references and finalizers
 stay as they are and that only annotations under ballast.tightlinesoftware.com/ change.
-Needs the variables oldAnn and newAnn. Call with (dict "kind" "a Deployment").
+Needs the variables oldAnn and newAnn. Call with (dict "kind" "a Deployment"), and "extra": a
+list of other annotation keys Ballast writes.
 */}}
 {{- define "ballast.vap.metadata" -}}
 - expression: >-
@@ -43,11 +44,14 @@ Needs the variables oldAnn and newAnn. Call with (dict "kind" "a Deployment").
     (has(oldObject.metadata.finalizers) ? oldObject.metadata.finalizers : [])
   message: ballast-control may not change {{ .kind }}'s owner references or finalizers
   reason: Forbidden
+{{- $extra := .extra | default list }}
+{{- $also := "" }}
+{{- range $extra }}{{ $also = printf "%s || k == %q" $also . }}{{ end }}
 - expression: >-
-    variables.newAnn.all(k, k.startsWith("ballast.tightlinesoftware.com/") ||
+    variables.newAnn.all(k, k.startsWith("ballast.tightlinesoftware.com/"){{ $also }} ||
     (k in variables.oldAnn && variables.oldAnn[k] == variables.newAnn[k])) &&
-    variables.oldAnn.all(k, k.startsWith("ballast.tightlinesoftware.com/") || k in variables.newAnn)
-  message: ballast-control may change only its own annotations (ballast.tightlinesoftware.com/*) on {{ .kind }}
+    variables.oldAnn.all(k, k.startsWith("ballast.tightlinesoftware.com/"){{ $also }} || k in variables.newAnn)
+  message: ballast-control may change only its own annotations (ballast.tightlinesoftware.com/*{{ range $extra }}, {{ . }}{{ end }}) on {{ .kind }}
   reason: Forbidden
 {{- end -}}
 

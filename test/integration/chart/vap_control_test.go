@@ -22,6 +22,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/certs"
+	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
@@ -137,7 +138,7 @@ func checkDeploymentPolicy(t *testing.T, cx context.Context, sa client.Client) {
 	untilDenied(t, policy, "a pod template change", func(n int) error { return patch(sa, image(n)) })
 
 	// What Understudy writes: the surge with its state (one write), the scale-back, the
-	// state's removal.
+	// state's removal; and the resize controller's predicted-requests annotation.
 	allowed := []struct {
 		name string
 		body any
@@ -147,6 +148,8 @@ func checkDeploymentPolicy(t *testing.T, cx context.Context, sa client.Client) {
 			"spec":     map[string]any{"replicas": 3}}},
 		{"the scale-back", map[string]any{"spec": map[string]any{"replicas": 2}}},
 		{"removing the state", map[string]any{"metadata": map[string]any{"annotations": map[string]any{ballastv1.Prefix + "relocation": nil}}}},
+		{"the predicted requests for consolidators", map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			resize.PredictedRequestsAnnotation: `{"cpu":"300m","memory":"192Mi"}`}}}},
 	}
 	for _, a := range allowed {
 		if err := patch(sa, a.body); err != nil {
