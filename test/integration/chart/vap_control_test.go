@@ -3,6 +3,7 @@ package chart
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,10 @@ func deniedBy(err error, policy string) bool {
 	return err != nil && apierrors.IsForbidden(err) && strings.Contains(err.Error(), policy)
 }
 
+// probe offsets the values untilDenied's tries write from the ones a test refuses later: a
+// try that passes before the policy is loaded must not make a later refused write a no-op.
+const probe = 1000
+
 // untilDenied waits until the asynchronously loaded policy denies try (each call may
 // change what it writes, so a refused write is never retried identically).
 func untilDenied(t *testing.T, policy, what string, try func(n int) error) {
@@ -133,9 +138,9 @@ func checkDeploymentPolicy(t *testing.T, cx context.Context, sa client.Client) {
 	}
 	image := func(n int) any {
 		return map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-			"containers": []any{map[string]any{"name": "app", "image": "evil.example/x:" + string(rune('a'+n%26))}}}}}}
+			"containers": []any{map[string]any{"name": "app", "image": "evil.example/x:" + strconv.Itoa(n)}}}}}}
 	}
-	untilDenied(t, policy, "a pod template change", func(n int) error { return patch(sa, image(n)) })
+	untilDenied(t, policy, "a pod template change", func(n int) error { return patch(sa, image(probe+n)) })
 
 	// What Understudy writes: the surge with its state (one write), the scale-back, the
 	// state's removal; and the resize controller's predicted-requests annotation.
@@ -210,9 +215,9 @@ func checkNodePolicy(t *testing.T, cx context.Context, sa client.Client) {
 	}
 	taint := func(n int) any {
 		return map[string]any{"spec": map[string]any{"taints": []any{map[string]any{
-			"key": "dedicated", "value": "db-" + string(rune('a'+n%26)), "effect": "NoSchedule"}}}}
+			"key": "dedicated", "value": "db-" + strconv.Itoa(n), "effect": "NoSchedule"}}}}
 	}
-	untilDenied(t, policy, "a taint change", func(n int) error { return patch(sa, taint(n)) })
+	untilDenied(t, policy, "a taint change", func(n int) error { return patch(sa, taint(probe+n)) })
 
 	// The guard as the resize planner holds it (server-side apply of its key under its field
 	// manager) and releases it (the same apply without the field).
@@ -330,9 +335,9 @@ func checkWebhookPolicy(t *testing.T, cx context.Context, sa client.Client) {
 		return sa.Patch(cx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: limitsRelease}}, mergePatch(t, body))
 	}
 	failOpen := func(n int) any {
-		return map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "evil-" + string(rune('a'+n%26))}}}
+		return map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "evil-" + strconv.Itoa(n)}}}
 	}
-	untilDenied(t, policy, "a label change", func(n int) error { return patchM(failOpen(n)) })
+	untilDenied(t, policy, "a label change", func(n int) error { return patchM(failOpen(probe + n)) })
 
 	// The real certificate manager, as ballast-control: it fills the chart's empty Secret
 	// (no create on Secrets) and writes both caBundles.
@@ -392,6 +397,14 @@ func checkWebhookPolicy(t *testing.T, cx context.Context, sa client.Client) {
 	}
 	if err := m.Ensure(cx); err != nil {
 		t.Errorf("restoring the caBundle as ballast-control: %v", err)
+	}
+	// Without the chart's Secret, ballast-control cannot make one and says why.
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: limitsRelease + "-webhook-cert"}}
+	if err := admin.Delete(cx, sec); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Ensure(cx); err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "is missing and may not be created") {
+		t.Errorf("Ensure without the chart's Secret: err = %v, want a forbidden create naming the missing Secret", err)
 	}
 	if err := admin.Patch(cx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: limitsRelease}},
 		mergePatch(t, failOpen(1))); err != nil {
