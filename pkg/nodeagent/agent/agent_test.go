@@ -261,10 +261,7 @@ func TestCycleOnCgroupV1(t *testing.T) {
 type allowAll struct{}
 
 func (allowAll) ReviewToken(context.Context, string) (debug.User, bool, error) {
-	return debug.User{Name: "sre"}, true, nil
-}
-func (allowAll) Authorize(context.Context, debug.User, string, string) (bool, string, error) {
-	return true, "", nil
+	return debug.User{Name: debug.ServiceAccountUser("ns", "debug"), Audiences: []string{debug.Audience}}, true, nil
 }
 
 // Beyond loopback the debug endpoint speaks TLS only (a self-signed certificate when none
@@ -273,7 +270,7 @@ func TestDebugEndpointUsesTLSBeyondLoopback(t *testing.T) {
 	o := NewOptions()
 	o.NodeName, o.MetricsBindAddress, o.HealthProbeBindAddress, o.DebugBindAddress = "node-1", "0", "0", "0.0.0.0:0"
 	a := newAgent(o, prometheus.NewRegistry())
-	a.auth = debug.NewAuth(allowAll{})
+	a.auth = debug.NewAuth(allowAll{}, debug.Accept{Namespace: "ns", ServiceAccount: "debug"})
 	srvs, err := a.listen()
 	if err != nil {
 		t.Fatal(err)

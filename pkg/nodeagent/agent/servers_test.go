@@ -17,16 +17,12 @@ func (nobody) ReviewToken(context.Context, string) (debug.User, bool, error) {
 	return debug.User{}, false, nil
 }
 
-func (nobody) Authorize(context.Context, debug.User, string, string) (bool, string, error) {
-	return false, "", nil
-}
-
 // --debug-auth=false opens the loopback endpoint only: the pods/proxy listener is always
 // TLS and always checks the caller's token.
 func TestPodsProxyListenerIsAlwaysProtected(t *testing.T) {
 	a := testAgent(t, "cgroupfs-v2")
 	a.o.DebugAuth = false
-	a.auth = debug.NewAuth(nobody{})
+	a.auth = debug.NewAuth(nobody{}, debug.Accept{})
 	get := func(h http.Handler) int {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, debug.Path, nil))

@@ -100,14 +100,11 @@ func TestTextView(t *testing.T) {
 	}
 }
 
-// fakeReviewer answers from tables and counts calls.
+// fakeReviewer answers from a table, as a TokenReview for Audience would, and counts calls.
 type fakeReviewer struct {
-	users    map[string]User
-	allowed  map[string]bool // user name → allowed
-	err      error
-	reviews  int
-	authzs   int
-	lastVerb string
+	users   map[string]User
+	err     error
+	reviews int
 }
 
 func (f *fakeReviewer) ReviewToken(_ context.Context, token string) (User, bool, error) {
@@ -119,92 +116,95 @@ func (f *fakeReviewer) ReviewToken(_ context.Context, token string) (User, bool,
 	return u, ok, nil
 }
 
-func (f *fakeReviewer) Authorize(_ context.Context, u User, verb, path string) (bool, string, error) {
-	f.authzs++
-	f.lastVerb = verb
-	if path != Path {
-		return false, "wrong path", nil
-	}
-	return f.allowed[u.Name], "", nil
-}
-
+// Only the debug service account's tokens, for Audience, bound to this agent's pod, get
+// in; an ordinary API token (which the API server's TokenReview for Audience rejects) gets
+// 401 with a message naming the token to send instead.
 func TestAuth(t *testing.T) {
-	fr := &fakeReviewer{users: map[string]User{"good": {Name: "sre"}, "meh": {Name: "dev"}}, allowed: map[string]bool{"sre": true}}
-	a := NewAuth(fr)
-	h := a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "secret") }))
-	do := func(method, authz string) (int, string) {
+	debugSA := ServiceAccountUser("ballast-system", "ballast-debug")
+	bound := func(name, pod string, aud ...string) User {
+		return User{Name: name, Audiences: aud, Extra: map[string][]string{ExtraPodName: {pod}, ExtraPodUID: {"uid-" + pod}}}
+	}
+	fr := &fakeReviewer{users: map[string]User{
+		"good":          bound(debugSA, "ballast-node-abcde", Audience),
+		"other-pod":     bound(debugSA, "ballast-node-zzzzz", Audience),
+		"unbound":       {Name: debugSA, Audiences: []string{Audience}},
+		"other-account": bound(ServiceAccountUser("shop", "web"), "ballast-node-abcde", Audience),
+		"no-audience":   bound(debugSA, "ballast-node-abcde"),
+	}}
+	a := NewAuth(fr, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug", Pod: "ballast-node-abcde"})
+	secret := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "secret") })
+	h := a.Wrap(secret)
+	do := func(method, header, authz string) (int, string) {
 		req := httptest.NewRequest(method, Path, nil)
 		if authz != "" {
-			req.Header.Set("Authorization", authz)
+			req.Header.Set(header, authz)
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
 	cases := map[string]struct {
-		authz string
-		want  int
+		authz    string
+		want     int
+		wantBody string
 	}{
-		"no credentials":             {"", http.StatusUnauthorized},
-		"basic credentials":          {"Basic Zm9vOmJhcg==", http.StatusUnauthorized},
-		"empty bearer":               {"Bearer ", http.StatusUnauthorized},
-		"unknown token":              {"Bearer nope", http.StatusUnauthorized},
-		"authenticated only":         {"Bearer meh", http.StatusForbidden},
-		"authorized":                 {"Bearer good", http.StatusOK},
-		"scheme is case-insensitive": {"bearer good", http.StatusOK},
+		"no credentials":                 {"", http.StatusUnauthorized, "--audience " + Audience},
+		"basic credentials":              {"Basic Zm9vOmJhcg==", http.StatusUnauthorized, "never your own API token"},
+		"empty bearer":                   {"Bearer ", http.StatusUnauthorized, "upgrade kubectl-ballast"},
+		"ordinary API token":             {"Bearer caller-api-token", http.StatusUnauthorized, "upgrade kubectl-ballast"},
+		"another service account":        {"Bearer other-account", http.StatusForbidden, `belongs to "system:serviceaccount:shop:web"`},
+		"bound to another agent pod":     {"Bearer other-pod", http.StatusForbidden, "not to this agent's pod ballast-node-abcde"},
+		"not bound to a pod":             {"Bearer unbound", http.StatusForbidden, "not to this agent's pod"},
+		"audience not confirmed":         {"Bearer no-audience", http.StatusForbidden, "audience"},
+		"debug token of this pod":        {"Bearer good", http.StatusOK, "secret"},
+		"scheme is case-insensitive":     {"bearer good", http.StatusOK, "secret"},
+		"debug token, HEAD":              {"Bearer good", http.StatusOK, ""},
+		"ordinary API token, HEAD again": {"Bearer caller-api-token", http.StatusUnauthorized, ""},
 	}
 	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			code, body := do(http.MethodGet, c.authz)
-			if code != c.want {
-				t.Fatalf("status %d, want %d (%s)", code, c.want, body)
-			}
-			if (code == http.StatusOK) != strings.Contains(body, "secret") {
-				t.Errorf("body %q", body)
-			}
-		})
-	}
-
-	// Through pods/proxy the API server removes Authorization; the token comes in
-	// ProxyAuthHeader instead and is checked the same way.
-	for name, c := range map[string]struct {
-		header string
-		want   int
-	}{
-		"proxy header, authorized":    {"Bearer good", http.StatusOK},
-		"proxy header, no grant":      {"Bearer meh", http.StatusForbidden},
-		"proxy header, unknown token": {"Bearer nope", http.StatusUnauthorized},
-		"proxy header, not bearer":    {"Basic Zm9vOmJhcg==", http.StatusUnauthorized},
-	} {
-		req := httptest.NewRequest(http.MethodGet, Path, nil)
-		req.Header.Set(ProxyAuthHeader, c.header)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != c.want || (rec.Code == http.StatusOK) != strings.Contains(rec.Body.String(), "secret") {
-			t.Errorf("%s: status %d, want %d (%s)", name, rec.Code, c.want, rec.Body.String())
+		for _, header := range []string{"Authorization", ProxyAuthHeader} {
+			t.Run(name+" in "+header, func(t *testing.T) {
+				method := http.MethodGet
+				if strings.Contains(name, "HEAD") {
+					method = http.MethodHead
+				}
+				code, body := do(method, header, c.authz)
+				if code != c.want {
+					t.Fatalf("status %d, want %d (%s)", code, c.want, body)
+				}
+				if !strings.Contains(body, c.wantBody) || (code != http.StatusOK && strings.Contains(body, "secret")) {
+					t.Errorf("body %q, want it to contain %q", body, c.wantBody)
+				}
+			})
 		}
 	}
 
-	// Answers are cached: repeating a request asks nothing new; HEAD is authorized as get.
-	reviews, authzs := fr.reviews, fr.authzs
-	if code, _ := do(http.MethodGet, "Bearer good"); code != http.StatusOK || fr.reviews != reviews || fr.authzs != authzs {
-		t.Errorf("cached request: %d, reviews %d→%d, authorizations %d→%d", code, reviews, fr.reviews, authzs, fr.authzs)
+	// Without a pod name (an agent outside a pod) the binding is not checked.
+	unbound := NewAuth(fr, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug"}).Wrap(secret)
+	req := httptest.NewRequest(http.MethodGet, Path, nil)
+	req.Header.Set("Authorization", "Bearer unbound")
+	rec := httptest.NewRecorder()
+	unbound.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Errorf("no pod to bind to: %d %s", rec.Code, rec.Body.String())
 	}
-	if code, _ := do(http.MethodHead, "Bearer good"); code != http.StatusOK || fr.lastVerb != "get" {
-		t.Errorf("HEAD: %d, verb %q", code, fr.lastVerb)
+
+	// Reviews are cached: repeating a request asks nothing new; entries expire.
+	reviews := fr.reviews
+	if code, _ := do(http.MethodGet, "Authorization", "Bearer good"); code != http.StatusOK || fr.reviews != reviews {
+		t.Errorf("cached request: %d, reviews %d→%d", code, reviews, fr.reviews)
 	}
-	// Cache entries expire.
 	a.now = func() time.Time { return time.Now().Add(10 * time.Minute) }
-	if _, _ = do(http.MethodGet, "Bearer good"); fr.reviews == reviews {
+	if _, _ = do(http.MethodGet, "Authorization", "Bearer good"); fr.reviews == reviews {
 		t.Errorf("expired token review was not repeated")
 	}
 
 	// When the API server cannot answer, nobody gets in.
 	fr2 := &fakeReviewer{err: errors.New("connection refused")}
-	h2 := NewAuth(fr2).Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "secret") }))
-	req := httptest.NewRequest(http.MethodGet, Path, nil)
+	h2 := NewAuth(fr2, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug"}).Wrap(secret)
+	req = httptest.NewRequest(http.MethodGet, Path, nil)
 	req.Header.Set("Authorization", "Bearer good")
-	rec := httptest.NewRecorder()
+	rec = httptest.NewRecorder()
 	h2.ServeHTTP(rec, req)
 	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "secret") {
 		t.Errorf("reviewer down: %d %q", rec.Code, rec.Body.String())
