@@ -48,9 +48,9 @@ the series windows the agent holds.
 
 The view is fetched through the API server's pods/proxy subresource. Your own credentials
 never reach the agent: with them the plugin mints a 10-minute token of the chart's debug
-service account, for the audience ` + debug.Audience + ` only and bound to the agent pod
-(TokenRequest: create serviceaccounts/token), and sends that one. The API server refuses
-it for anything else, and other agents refuse it too. You need list pods and get
+service account for the audience ` + debug.Audience + `/NODE only (TokenRequest: create
+serviceaccounts/token) and sends that one. The API server refuses it for anything else,
+and the agents of other nodes refuse it too. You need list pods and get
 pods/proxy in Ballast's namespace and create serviceaccounts/token on the debug service
 account (the chart's <release>-debug Role grants exactly these), and the chart's
 agent.debug.proxy.enabled=true. Any kind of kubeconfig credential works (tokens, client
@@ -155,16 +155,16 @@ func (o *nodeOptions) debugServiceAccount(pod *corev1.Pod) (string, error) {
 }
 
 // mintDebugToken creates, with the caller's credentials, a token of the debug service
-// account sa for debug.Audience only, bound to the agent pod and living 10 minutes. The
-// caller's own token never leaves for the agent: the API server refuses the minted one for
-// any other use (another audience) and every other agent refuses it (another pod), so an
-// agent that keeps it gains nothing beyond its own view. The API server's RBAC decides who
-// may mint it (create serviceaccounts/token on sa) and audits who did.
+// account sa for the agent pod's node only (audience debug.NodeAudience), living 10
+// minutes. The caller's own token never leaves for the agent: the API server refuses the
+// minted one for any API call (another audience) and every other agent refuses it
+// (another node's audience), so an agent that keeps it gains nothing beyond its own view.
+// The API server's RBAC decides who may mint it (create serviceaccounts/token on sa) and
+// its audit log records who did.
 func mintDebugToken(ctx context.Context, cs corev1client.CoreV1Interface, pod *corev1.Pod, sa string) (string, error) {
 	tr, err := cs.ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
-		Audiences:         []string{debug.Audience},
+		Audiences:         []string{debug.NodeAudience(pod.Spec.NodeName)},
 		ExpirationSeconds: ptr.To(debugTokenTTL),
-		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 	}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("minting a debug token for %s/%s (needs create serviceaccounts/token on it): %w", pod.Namespace, sa, err)

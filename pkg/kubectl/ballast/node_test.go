@@ -9,8 +9,8 @@ import (
 )
 
 // The debug service account comes from --service-account, else from the agent pod's
-// environment as the chart renders it; it must live in the agent's namespace (a token can
-// be bound only to a pod of its service account's namespace).
+// environment as the chart renders it; it must live in the agent's namespace (the chart's
+// debug Role grants minting there).
 func TestDebugServiceAccount(t *testing.T) {
 	pod := func(env ...corev1.EnvVar) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ballast-system", Name: "ballast-node-x7k2p"},

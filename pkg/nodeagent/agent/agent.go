@@ -151,7 +151,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("starting", "node", a.o.NodeName, "cgroup", a.cg.Version().String(), "cgroupRoot", a.o.CgroupRoot,
 		"kubelet", a.o.KubeletURL, "store", store.RedactURL(a.o.RedisURL), "debug", a.o.DebugBindAddress, "debugAuth", a.o.DebugAuth, "debugProxy", a.o.DebugProxyBindAddress,
-		"debugServiceAccount", a.o.DebugServiceAccount, "pod", a.o.PodName)
+		"debugServiceAccount", a.o.DebugServiceAccount)
 	errc := make(chan error, 8)
 	var wg sync.WaitGroup
 	start := func(name string, f func(context.Context) error) {

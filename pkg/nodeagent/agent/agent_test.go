@@ -260,8 +260,8 @@ func TestCycleOnCgroupV1(t *testing.T) {
 
 type allowAll struct{}
 
-func (allowAll) ReviewToken(context.Context, string) (debug.User, bool, error) {
-	return debug.User{Name: debug.ServiceAccountUser("ns", "debug"), Audiences: []string{debug.Audience}}, true, nil
+func (allowAll) ReviewToken(context.Context, string, string) (debug.User, bool, error) {
+	return debug.User{Name: debug.ServiceAccountUser("ns", "debug"), Audiences: []string{debug.NodeAudience("node-1")}}, true, nil
 }
 
 // Beyond loopback the debug endpoint speaks TLS only (a self-signed certificate when none
@@ -270,7 +270,7 @@ func TestDebugEndpointUsesTLSBeyondLoopback(t *testing.T) {
 	o := NewOptions()
 	o.NodeName, o.MetricsBindAddress, o.HealthProbeBindAddress, o.DebugBindAddress = "node-1", "0", "0", "0.0.0.0:0"
 	a := newAgent(o, prometheus.NewRegistry())
-	a.auth = debug.NewAuth(allowAll{}, debug.Accept{Namespace: "ns", ServiceAccount: "debug"})
+	a.auth = debug.NewAuth(allowAll{}, debug.Accept{Namespace: "ns", ServiceAccount: "debug", Node: "node-1"})
 	srvs, err := a.listen()
 	if err != nil {
 		t.Fatal(err)

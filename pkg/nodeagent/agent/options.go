@@ -113,7 +113,6 @@ func NewOptions() *Options {
 	if v := os.Getenv("REDIS_URL"); v != "" {
 		o.RedisURL = v
 	}
-	o.PodName = os.Getenv("POD_NAME")
 	if ip := os.Getenv("NODE_IP"); ip != "" {
 		o.KubeletURL = "https://" + net.JoinHostPort(ip, "10250")
 	}
@@ -161,9 +160,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.HealthProbeBindAddress, "health-probe-bind-address", `address of /healthz and /readyz ("0" disables them)`)
 	str(&o.DebugBindAddress, "debug-bind-address", `address of the debug endpoint `+debug.Path+` ("0" disables it)`)
 	str(&o.DebugProxyBindAddress, "debug-proxy-bind-address", `opt-in address of the debug endpoint for the API server's pods/proxy (kubectl ballast node), e.g. :8083; always TLS and token-checked, the token also read from the `+debug.ProxyAuthHeader+` header ("0" disables it)`)
-	boolean(&o.DebugAuth, "debug-auth", "require a bearer token minted for the audience "+debug.Audience+" (checked with TokenReview; may be false only on a loopback address)")
-	str(&o.DebugServiceAccount, "debug-service-account", "NAMESPACE/NAME of the only service account whose tokens (audience "+debug.Audience+", bound to this agent's pod) the debug endpoint serves")
-	str(&o.PodName, "pod-name", "this agent's pod (env POD_NAME); debug tokens must be bound to it (empty: not checked)")
+	boolean(&o.DebugAuth, "debug-auth", "require a bearer token minted for the audience "+debug.Audience+"/<node name> (checked with TokenReview; may be false only on a loopback address)")
+	str(&o.DebugServiceAccount, "debug-service-account", "NAMESPACE/NAME of the only service account whose tokens the debug endpoint serves (and those minted for the audience "+debug.Audience+"/<node name> only)")
 	str(&o.DebugTLSCertFile, "debug-tls-cert-file", "serving certificate of the debug endpoint (default: self-signed when not bound to loopback)")
 	str(&o.DebugTLSKeyFile, "debug-tls-key-file", "key of --debug-tls-cert-file")
 	str(&o.LogLevel, "log-level", "debug|info|warn|error")
@@ -239,7 +237,7 @@ func (o *Options) Validate() error {
 // debugAccept is the identity the debug endpoint serves.
 func (o *Options) debugAccept() debug.Accept {
 	ns, name, _ := strings.Cut(o.DebugServiceAccount, "/")
-	return debug.Accept{Namespace: ns, ServiceAccount: name, Pod: o.PodName}
+	return debug.Accept{Namespace: ns, ServiceAccount: name, Node: o.NodeName}
 }
 
 // debugProxy reports whether the pods/proxy listener of the debug endpoint is on.

@@ -13,7 +13,7 @@ import (
 // test/integration/nodeagent).
 type nobody struct{}
 
-func (nobody) ReviewToken(context.Context, string) (debug.User, bool, error) {
+func (nobody) ReviewToken(context.Context, string, string) (debug.User, bool, error) {
 	return debug.User{}, false, nil
 }
 

@@ -17,17 +17,15 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Audience is the only audience the debug endpoint accepts. A token minted for it (a
-// TokenRequest with this audience) is refused by the API server for every other use: its
-// audience is not the API server's. kubectl ballast node mints one per call; the agent's
-// TokenReview asks for exactly this audience, so an ordinary API token is refused.
+// Audience is the prefix of the only audiences the debug endpoint accepts: the agent on
+// node N serves tokens minted for NodeAudience(N) and nothing else. A token minted for it
+// (a TokenRequest with that audience) is refused by the API server for every other use (its
+// audience is not the API server's) and by every other agent (another node's audience).
+// kubectl ballast node mints one per call; an ordinary API token is refused.
 const Audience = "ballast-node-debug"
 
-// Extra keys of a pod-bound service-account token in a TokenReview's user.
-const (
-	ExtraPodName = "authentication.kubernetes.io/pod-name"
-	ExtraPodUID  = "authentication.kubernetes.io/pod-uid"
-)
+// NodeAudience is the audience of debug tokens for the agent on node.
+func NodeAudience(node string) string { return Audience + "/" + node }
 
 // ServiceAccountUser is the user name the API server gives a service account's tokens.
 func ServiceAccountUser(namespace, name string) string {
@@ -45,9 +43,9 @@ type User struct {
 
 // Reviewer asks the API server who a token belongs to.
 type Reviewer interface {
-	// ReviewToken returns the token's user when the token is valid for Audience; ok is
+	// ReviewToken returns the token's user when the token is valid for audience; ok is
 	// false otherwise (an ordinary API token included).
-	ReviewToken(ctx context.Context, token string) (u User, ok bool, err error)
+	ReviewToken(ctx context.Context, token, audience string) (u User, ok bool, err error)
 }
 
 // KubeReviewer is a Reviewer backed by TokenReview, a review request the API server answers
@@ -65,10 +63,10 @@ func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
 	return &KubeReviewer{authn: authn}, nil
 }
 
-// ReviewToken implements Reviewer with a TokenReview for Audience only.
-func (k *KubeReviewer) ReviewToken(ctx context.Context, token string) (User, bool, error) {
+// ReviewToken implements Reviewer with a TokenReview for audience only.
+func (k *KubeReviewer) ReviewToken(ctx context.Context, token, audience string) (User, bool, error) {
 	tr, err := k.authn.TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{
-		Token: token, Audiences: []string{Audience}}}, metav1.CreateOptions{})
+		Token: token, Audiences: []string{audience}}}, metav1.CreateOptions{})
 	if err != nil {
 		return User{}, false, fmt.Errorf("token review: %w", err)
 	}
@@ -85,28 +83,25 @@ func (k *KubeReviewer) ReviewToken(ctx context.Context, token string) (User, boo
 	return u, true, nil
 }
 
-// Accept is the one identity the endpoint serves: tokens of one service account, for
-// Audience, and (when Pod is set) bound to that pod, the agent's own. Who may view the
-// endpoint is therefore who may create serviceaccounts/token for that service account,
-// which the API server's RBAC decides.
+// Accept is the one identity the endpoint serves: tokens of one service account, for the
+// audience of one node (the agent's own). Who may view the endpoint is therefore who may
+// create serviceaccounts/token for that service account, which the API server's RBAC
+// decides (and its audit log records).
 type Accept struct {
 	Namespace, ServiceAccount string
-	// Pod is the agent's pod name; empty (an agent outside a pod) skips the binding check.
-	Pod string
+	Node                      string
 }
+
+// audience is the one audience the endpoint asks the TokenReview for.
+func (a Accept) audience() string { return NodeAudience(a.Node) }
 
 // refusal reports why u is not the accepted identity ("" when it is).
 func (a Accept) refusal(u User) string {
 	if u.Name != ServiceAccountUser(a.Namespace, a.ServiceAccount) {
 		return fmt.Sprintf("the token belongs to %q, not to the debug service account %s/%s", u.Name, a.Namespace, a.ServiceAccount)
 	}
-	if !slices.Contains(u.Audiences, Audience) {
-		return fmt.Sprintf("the token is not valid for the audience %q", Audience)
-	}
-	if a.Pod != "" {
-		if got := u.Extra[ExtraPodName]; len(got) != 1 || got[0] != a.Pod {
-			return fmt.Sprintf("the token is bound to pod %v, not to this agent's pod %s", got, a.Pod)
-		}
+	if !slices.Contains(u.Audiences, a.audience()) {
+		return fmt.Sprintf("the token is not valid for the audience %q", a.audience())
 	}
 	return ""
 }
@@ -119,9 +114,9 @@ const (
 
 // Auth authenticates requests before they reach the wrapped handler:
 //   - no bearer token (Authorization, else ProxyAuthHeader), or one the API server does
-//     not accept for Audience (an ordinary API token included): 401;
-//   - a valid token of another identity than Accept (another service account, or bound to
-//     another pod): 403;
+//     not accept for this node's audience (an ordinary API token, or another node's debug
+//     token, included): 401;
+//   - a valid token of another service account than Accept's: 403;
 //   - the API server cannot be asked: 503 (never served unauthenticated).
 //
 // Reviews are cached for a minute keyed by a token digest.
@@ -148,11 +143,11 @@ func NewAuth(r Reviewer, accept Accept) *Auth {
 // howTo ends every 401: it tells callers, those of an older plugin (which sent their own
 // API token) included, which token to send instead.
 func (a *Auth) howTo() string {
-	return fmt.Sprintf("The debug endpoint takes only a short-lived token "+
-		"minted for it (audience %s, service account %s/%s, bound to the agent pod), never your own API token: "+
+	return fmt.Sprintf("The debug endpoint takes only a short-lived token minted for it "+
+		"(service account %s/%s, audience %s), never your own API token: "+
 		"upgrade kubectl-ballast (older versions sent your own token), or mint one with "+
-		"kubectl -n %s create token %s --audience %s --duration 10m --bound-object-kind Pod --bound-object-name AGENT_POD",
-		Audience, a.accept.Namespace, a.accept.ServiceAccount, a.accept.Namespace, a.accept.ServiceAccount, Audience)
+		"kubectl -n %s create token %s --audience %s --duration 10m",
+		a.accept.Namespace, a.accept.ServiceAccount, a.accept.audience(), a.accept.Namespace, a.accept.ServiceAccount, a.accept.audience())
 }
 
 // Wrap protects next.
@@ -212,7 +207,7 @@ func (a *Auth) user(ctx context.Context, token string) (User, bool, error) {
 	if hit && now.Before(c.expires) {
 		return c.u, c.ok, nil
 	}
-	u, ok, err := a.r.ReviewToken(ctx, token)
+	u, ok, err := a.r.ReviewToken(ctx, token, a.accept.audience())
 	if err != nil {
 		return User{}, false, err
 	}

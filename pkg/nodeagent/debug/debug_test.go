@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,38 +101,38 @@ func TestTextView(t *testing.T) {
 	}
 }
 
-// fakeReviewer answers from a table, as a TokenReview for Audience would, and counts calls.
+// fakeReviewer answers from a table, as a TokenReview for one audience would (a token
+// valid for other audiences only is not authenticated), and counts calls.
 type fakeReviewer struct {
 	users   map[string]User
 	err     error
 	reviews int
 }
 
-func (f *fakeReviewer) ReviewToken(_ context.Context, token string) (User, bool, error) {
+func (f *fakeReviewer) ReviewToken(_ context.Context, token, audience string) (User, bool, error) {
 	f.reviews++
 	if f.err != nil {
 		return User{}, false, f.err
 	}
 	u, ok := f.users[token]
-	return u, ok, nil
+	if !ok || !slices.Contains(u.Audiences, audience) {
+		return User{}, false, nil
+	}
+	return u, true, nil
 }
 
-// Only the debug service account's tokens, for Audience, bound to this agent's pod, get
-// in; an ordinary API token (which the API server's TokenReview for Audience rejects) gets
-// 401 with a message naming the token to send instead.
+// Only the debug service account's tokens for this node's audience get in; an ordinary
+// API token (audience: the API server) or another node's debug token gets 401 with a
+// message naming the token to send instead.
 func TestAuth(t *testing.T) {
 	debugSA := ServiceAccountUser("ballast-system", "ballast-debug")
-	bound := func(name, pod string, aud ...string) User {
-		return User{Name: name, Audiences: aud, Extra: map[string][]string{ExtraPodName: {pod}, ExtraPodUID: {"uid-" + pod}}}
-	}
 	fr := &fakeReviewer{users: map[string]User{
-		"good":          bound(debugSA, "ballast-node-abcde", Audience),
-		"other-pod":     bound(debugSA, "ballast-node-zzzzz", Audience),
-		"unbound":       {Name: debugSA, Audiences: []string{Audience}},
-		"other-account": bound(ServiceAccountUser("shop", "web"), "ballast-node-abcde", Audience),
-		"no-audience":   bound(debugSA, "ballast-node-abcde"),
+		"good":             {Name: debugSA, Audiences: []string{NodeAudience("node-1")}},
+		"other-node":       {Name: debugSA, Audiences: []string{NodeAudience("node-2")}},
+		"other-account":    {Name: ServiceAccountUser("shop", "web"), Audiences: []string{NodeAudience("node-1")}},
+		"caller-api-token": {Name: "alice", Audiences: []string{"https://kubernetes.default.svc"}},
 	}}
-	a := NewAuth(fr, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug", Pod: "ballast-node-abcde"})
+	a := NewAuth(fr, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug", Node: "node-1"})
 	secret := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "secret") })
 	h := a.Wrap(secret)
 	do := func(method, header, authz string) (int, string) {
@@ -148,18 +149,15 @@ func TestAuth(t *testing.T) {
 		want     int
 		wantBody string
 	}{
-		"no credentials":                 {"", http.StatusUnauthorized, "--audience " + Audience},
-		"basic credentials":              {"Basic Zm9vOmJhcg==", http.StatusUnauthorized, "never your own API token"},
-		"empty bearer":                   {"Bearer ", http.StatusUnauthorized, "upgrade kubectl-ballast"},
-		"ordinary API token":             {"Bearer caller-api-token", http.StatusUnauthorized, "upgrade kubectl-ballast"},
-		"another service account":        {"Bearer other-account", http.StatusForbidden, `belongs to "system:serviceaccount:shop:web"`},
-		"bound to another agent pod":     {"Bearer other-pod", http.StatusForbidden, "not to this agent's pod ballast-node-abcde"},
-		"not bound to a pod":             {"Bearer unbound", http.StatusForbidden, "not to this agent's pod"},
-		"audience not confirmed":         {"Bearer no-audience", http.StatusForbidden, "audience"},
-		"debug token of this pod":        {"Bearer good", http.StatusOK, "secret"},
-		"scheme is case-insensitive":     {"bearer good", http.StatusOK, "secret"},
-		"debug token, HEAD":              {"Bearer good", http.StatusOK, ""},
-		"ordinary API token, HEAD again": {"Bearer caller-api-token", http.StatusUnauthorized, ""},
+		"no credentials":             {"", http.StatusUnauthorized, "--audience ballast-node-debug/node-1"},
+		"basic credentials":          {"Basic Zm9vOmJhcg==", http.StatusUnauthorized, "never your own API token"},
+		"empty bearer":               {"Bearer ", http.StatusUnauthorized, "upgrade kubectl-ballast"},
+		"ordinary API token":         {"Bearer caller-api-token", http.StatusUnauthorized, "upgrade kubectl-ballast"},
+		"another node's debug token": {"Bearer other-node", http.StatusUnauthorized, "not accepted"},
+		"another service account":    {"Bearer other-account", http.StatusForbidden, `belongs to "system:serviceaccount:shop:web"`},
+		"debug token of this node":   {"Bearer good", http.StatusOK, "secret"},
+		"scheme is case-insensitive": {"bearer good", http.StatusOK, "secret"},
+		"debug token, HEAD":          {"Bearer good", http.StatusOK, ""},
 	}
 	for name, c := range cases {
 		for _, header := range []string{"Authorization", ProxyAuthHeader} {
@@ -179,14 +177,14 @@ func TestAuth(t *testing.T) {
 		}
 	}
 
-	// Without a pod name (an agent outside a pod) the binding is not checked.
-	unbound := NewAuth(fr, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug"}).Wrap(secret)
-	req := httptest.NewRequest(http.MethodGet, Path, nil)
-	req.Header.Set("Authorization", "Bearer unbound")
+	// A reviewer that confirms no audience (a misbehaving authenticator) gets nobody in.
 	rec := httptest.NewRecorder()
-	unbound.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		t.Errorf("no pod to bind to: %d %s", rec.Code, rec.Body.String())
+	req := httptest.NewRequest(http.MethodGet, Path, nil)
+	req.Header.Set("Authorization", "Bearer good")
+	NewAuth(reviewerFunc(func(string, string) (User, bool, error) { return User{Name: debugSA}, true, nil }),
+		Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug", Node: "node-1"}).Wrap(secret).ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "audience") {
+		t.Errorf("audience not confirmed: %d %s", rec.Code, rec.Body.String())
 	}
 
 	// Reviews are cached: repeating a request asks nothing new; entries expire.
@@ -201,7 +199,7 @@ func TestAuth(t *testing.T) {
 
 	// When the API server cannot answer, nobody gets in.
 	fr2 := &fakeReviewer{err: errors.New("connection refused")}
-	h2 := NewAuth(fr2, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug"}).Wrap(secret)
+	h2 := NewAuth(fr2, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug", Node: "node-1"}).Wrap(secret)
 	req = httptest.NewRequest(http.MethodGet, Path, nil)
 	req.Header.Set("Authorization", "Bearer good")
 	rec = httptest.NewRecorder()
@@ -209,6 +207,12 @@ func TestAuth(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "secret") {
 		t.Errorf("reviewer down: %d %q", rec.Code, rec.Body.String())
 	}
+}
+
+type reviewerFunc func(token, audience string) (User, bool, error)
+
+func (f reviewerFunc) ReviewToken(_ context.Context, token, audience string) (User, bool, error) {
+	return f(token, audience)
 }
 
 func TestLoopback(t *testing.T) {
