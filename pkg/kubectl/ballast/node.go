@@ -190,6 +190,12 @@ func (o *nodeOptions) agentPod(ctx context.Context, cs corev1client.CoreV1Interf
 	if pod == nil {
 		return nil, 0, fmt.Errorf("no running Ballast agent pod on node %s in namespace %s (labels %s; -n names Ballast's namespace)", node, ns, agentSelector)
 	}
+	return o.proxyPort(pod)
+}
+
+// proxyPort is the agent pod's debug-proxy port (or --port); without one, the error names
+// the port-forward path with the debug token to mint for it.
+func (o *nodeOptions) proxyPort(pod *corev1.Pod) (*corev1.Pod, int, error) {
 	if o.port > 0 {
 		return pod, o.port, nil
 	}
@@ -200,7 +206,13 @@ func (o *nodeOptions) agentPod(ctx context.Context, cs corev1client.CoreV1Interf
 			}
 		}
 	}
-	return nil, 0, fmt.Errorf("agent pod %s/%s has no %q port: install the chart with agent.debug.proxy.enabled=true (or give --port)", pod.Namespace, pod.Name, debugProxyPortName)
+	hint := "kubectl -n " + pod.Namespace + " port-forward " + pod.Name + " 8082, then curl -H \"Authorization: Bearer $(kubectl -n " +
+		pod.Namespace + " create token SERVICE_ACCOUNT --audience " + debug.NodeAudience(pod.Spec.NodeName) + " --duration 10m)\" http://127.0.0.1:8082" + debug.Path
+	if sa, err := o.debugServiceAccount(pod); err == nil {
+		hint = strings.Replace(hint, "SERVICE_ACCOUNT", sa, 1)
+	}
+	return nil, 0, fmt.Errorf("agent pod %s/%s has no %q port: install the chart with agent.debug.proxy.enabled=true (or give --port), or port-forward: %s",
+		pod.Namespace, pod.Name, debugProxyPortName, hint)
 }
 
 // fetchReport gets the agent's JSON report through pods/proxy over TLS, with the minted

@@ -47,3 +47,16 @@ func TestDebugServiceAccount(t *testing.T) {
 		})
 	}
 }
+
+// Without the pods/proxy port the plugin names the port-forward path with the exact
+// debug token to mint.
+func TestNoProxyPortNamesPortForward(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ballast-system", Name: "ballast-node-x7k2p"},
+		Spec: corev1.PodSpec{NodeName: "worker-1", Containers: []corev1.Container{{Name: "ballast-node",
+			Env: []corev1.EnvVar{{Name: debugServiceAccountEnv, Value: "ballast-system/ballast-debug"}}}}}}
+	_, _, err := (&nodeOptions{}).proxyPort(p)
+	want := "kubectl -n ballast-system create token ballast-debug --audience ballast-node-debug/worker-1 --duration 10m"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "port-forward ballast-node-x7k2p 8082") {
+		t.Fatalf("error %v, want one naming %q", err, want)
+	}
+}
