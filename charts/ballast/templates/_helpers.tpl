@@ -48,6 +48,11 @@ helm.sh/chart: {{ include "ballast.chart" .ctx }}
 {{- printf "%s-node" (include "ballast.fullname" .) -}}
 {{- end -}}
 
+{{/* The debug service account (and the Role minting its tokens) of the agents' debug endpoints. */}}
+{{- define "ballast.debugName" -}}
+{{- printf "%s-debug" (include "ballast.fullname" .) -}}
+{{- end -}}
+
 {{- define "ballast.crdUpgradeName" -}}
 {{- printf "%s-crd-upgrade" (include "ballast.fullname" .) -}}
 {{- end -}}
@@ -272,6 +277,9 @@ $(VAR) references are expanded by the kubelet.
       fieldPath: metadata.name
 - name: REDIS_URL
   value: {{ include "ballast.redisURL" . | quote }}
+{{- /* kubectl ballast node reads it from the pod spec to know whose token to mint. */}}
+- name: BALLAST_DEBUG_SERVICE_ACCOUNT
+  value: {{ printf "%s/%s" .Release.Namespace (include "ballast.debugName" .) | quote }}
 - name: BALLAST_CONTAINER_MEMORY_LIMIT
   valueFrom:
     resourceFieldRef:

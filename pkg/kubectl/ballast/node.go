@@ -3,7 +3,6 @@ package ballast
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,11 +10,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 )
@@ -30,9 +31,10 @@ const (
 
 type nodeOptions struct {
 	*globals
-	output string
-	pod    string
-	port   int
+	output         string
+	pod            string
+	port           int
+	serviceAccount string
 }
 
 func newNodeCommand(g *globals) *cobra.Command {
@@ -44,12 +46,15 @@ func newNodeCommand(g *globals) *cobra.Command {
 local buffer, every source, each enrolled pod with the last sample of every signal, and
 the series windows the agent holds.
 
-The view is fetched through the API server's pods/proxy subresource with your own
-credentials: the API server checks that you may get pods/proxy of the agent pod, and the
-agent checks (TokenReview + SubjectAccessReview) that you may get the non-resource URL
-/debug/ballast. It needs the chart's agent.debug.proxy.enabled=true and a kubeconfig
-that authenticates with a bearer token (a token, token file or exec plugin); with client
-certificates only, use kubectl port-forward to the agent's loopback port instead.
+The view is fetched through the API server's pods/proxy subresource. Your own credentials
+never reach the agent: with them the plugin mints a 10-minute token of the chart's debug
+service account for the audience ` + debug.Audience + `/NODE only (TokenRequest: create
+serviceaccounts/token) and sends that one. The API server refuses it for anything else,
+and the agents of other nodes refuse it too. You need list pods and get
+pods/proxy in Ballast's namespace and create serviceaccounts/token on the debug service
+account (the chart's <release>-debug Role grants exactly these), and the chart's
+agent.debug.proxy.enabled=true. Any kind of kubeconfig credential works (tokens, client
+certificates, exec plugins, --as).
 
 -n names the namespace Ballast is installed in (default ` + defaultAgentNamespace + `).`,
 		Example: `  kubectl ballast node worker-1
@@ -66,6 +71,7 @@ certificates only, use kubectl port-forward to the agent's loopback port instead
 	}
 	addOutputFlag(cmd, &o.output, "table", outJSON, outYAML)
 	cmd.Flags().StringVar(&o.pod, "pod", "", "only this pod (NAMESPACE/NAME)")
+	cmd.Flags().StringVar(&o.serviceAccount, "service-account", "", "the debug service account to mint the token for (default: the one the agent pod names, env "+debugServiceAccountEnv+")")
 	cmd.Flags().IntVar(&o.port, "port", 0, "the agent's pods/proxy debug port (default: its container port named "+debugProxyPortName+")")
 	return cmd
 }
@@ -85,15 +91,19 @@ func (o *nodeOptions) run(cmd *cobra.Command, node string) error {
 	if err != nil {
 		return err
 	}
-	token, err := callerToken(cmd.Context(), cfg)
-	if err != nil {
-		return &exitError{code: ExitUsage, err: err}
-	}
 	cs, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("connecting to the API server: %w", err)}
 	}
 	pod, port, err := o.agentPod(cmd.Context(), cs, ns, node)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	sa, err := o.debugServiceAccount(pod)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	token, err := mintDebugToken(cmd.Context(), cs, pod, sa)
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
@@ -107,43 +117,59 @@ func (o *nodeOptions) run(cmd *cobra.Command, node string) error {
 	return WriteNodeReport(o.out(), pod, rep)
 }
 
-// callerToken returns the bearer token the caller's kubeconfig sends to the API server. It
-// runs a request through the same round-tripper chain client-go builds (static token,
-// token file, exec credential plugin) into a sink that records the Authorization header
-// and answers locally, so nothing leaves the process.
-func callerToken(ctx context.Context, cfg *rest.Config) (string, error) {
-	if cfg.Impersonate.UserName != "" || len(cfg.Impersonate.Groups) > 0 || cfg.Impersonate.UID != "" {
-		return "", errors.New("node does not support --as/--as-group: the agent authorizes the user of the token itself, not an impersonated one")
+// debugTokenTTL is the shortest lifetime a TokenRequest may ask for (10 minutes).
+const debugTokenTTL int64 = 600
+
+// debugServiceAccountEnv is the agent container's environment variable (the fallback of
+// --debug-service-account) naming the service account whose tokens the agent serves.
+const debugServiceAccountEnv = "BALLAST_DEBUG_SERVICE_ACCOUNT"
+
+// debugServiceAccount is the service account the agent pod serves: --service-account, else
+// what its container's environment names (NAMESPACE/NAME, rendered by the chart).
+func (o *nodeOptions) debugServiceAccount(pod *corev1.Pod) (string, error) {
+	ref := o.serviceAccount
+	if ref == "" {
+		for _, c := range pod.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == debugServiceAccountEnv && e.Value != "" {
+					ref = e.Value
+				}
+			}
+		}
 	}
-	sink := &authSink{}
-	rt, err := rest.HTTPWrappersForConfig(cfg, sink)
-	if err != nil {
-		return "", fmt.Errorf("reading the kubeconfig's credentials: %w", err)
+	if ref == "" {
+		return "", fmt.Errorf("agent pod %s/%s names no debug service account (env %s): upgrade the chart, or give --service-account",
+			pod.Namespace, pod.Name, debugServiceAccountEnv)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://kubectl-ballast.invalid/", nil)
-	if err != nil {
-		return "", err
+	name := ref
+	if ns, n, ok := strings.Cut(ref, "/"); ok {
+		if ns != pod.Namespace {
+			return "", fmt.Errorf("debug service account %s: not in the agent's namespace %s", ref, pod.Namespace)
+		}
+		name = n
 	}
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		return "", fmt.Errorf("getting a token from the kubeconfig's credentials: %w", err)
+	if name == "" || strings.Contains(name, "/") {
+		return "", fmt.Errorf("debug service account %q: want NAME or NAMESPACE/NAME", ref)
 	}
-	_ = resp.Body.Close()
-	scheme, token, _ := strings.Cut(sink.authorization, " ")
-	if !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
-		return "", errors.New("the kubeconfig does not authenticate with a bearer token (client certificates or basic auth only): " +
-			"the agent can check only bearer tokens. Use a token (kubectl create token, an exec plugin), or port-forward: " +
-			"kubectl -n NAMESPACE port-forward AGENT_POD 8082 and curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8082" + debug.Path)
-	}
-	return strings.TrimSpace(token), nil
+	return name, nil
 }
 
-// authSink is the last round-tripper of callerToken's chain.
-type authSink struct{ authorization string }
-
-func (s *authSink) RoundTrip(r *http.Request) (*http.Response, error) {
-	s.authorization = r.Header.Get("Authorization")
-	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+// mintDebugToken creates, with the caller's credentials, a token of the debug service
+// account sa for the agent pod's node only (audience debug.NodeAudience), living 10
+// minutes. The caller's own token never leaves for the agent: the API server refuses the
+// minted one for any API call (another audience) and every other agent refuses it
+// (another node's audience), so an agent that keeps it gains nothing beyond its own view.
+// The API server's RBAC decides who may mint it (create serviceaccounts/token on sa) and
+// its audit log records who did.
+func mintDebugToken(ctx context.Context, cs corev1client.CoreV1Interface, pod *corev1.Pod, sa string) (string, error) {
+	tr, err := cs.ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		Audiences:         []string{debug.NodeAudience(pod.Spec.NodeName)},
+		ExpirationSeconds: ptr.To(debugTokenTTL),
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("minting a debug token for %s/%s (needs create serviceaccounts/token on it): %w", pod.Namespace, sa, err)
+	}
+	return tr.Status.Token, nil
 }
 
 // agentPod finds the running agent pod of node and its debug-proxy port.
@@ -164,6 +190,12 @@ func (o *nodeOptions) agentPod(ctx context.Context, cs corev1client.CoreV1Interf
 	if pod == nil {
 		return nil, 0, fmt.Errorf("no running Ballast agent pod on node %s in namespace %s (labels %s; -n names Ballast's namespace)", node, ns, agentSelector)
 	}
+	return o.proxyPort(pod)
+}
+
+// proxyPort is the agent pod's debug-proxy port (or --port); without one, the error names
+// the port-forward path with the debug token to mint for it.
+func (o *nodeOptions) proxyPort(pod *corev1.Pod) (*corev1.Pod, int, error) {
 	if o.port > 0 {
 		return pod, o.port, nil
 	}
@@ -174,13 +206,19 @@ func (o *nodeOptions) agentPod(ctx context.Context, cs corev1client.CoreV1Interf
 			}
 		}
 	}
-	return nil, 0, fmt.Errorf("agent pod %s/%s has no %q port: install the chart with agent.debug.proxy.enabled=true (or give --port)", pod.Namespace, pod.Name, debugProxyPortName)
+	hint := "kubectl -n " + pod.Namespace + " port-forward " + pod.Name + " 8082, then curl -H \"Authorization: Bearer $(kubectl -n " +
+		pod.Namespace + " create token SERVICE_ACCOUNT --audience " + debug.NodeAudience(pod.Spec.NodeName) + " --duration 10m)\" http://127.0.0.1:8082" + debug.Path
+	if sa, err := o.debugServiceAccount(pod); err == nil {
+		hint = strings.Replace(hint, "SERVICE_ACCOUNT", sa, 1)
+	}
+	return nil, 0, fmt.Errorf("agent pod %s/%s has no %q port: install the chart with agent.debug.proxy.enabled=true (or give --port), or port-forward: %s",
+		pod.Namespace, pod.Name, debugProxyPortName, hint)
 }
 
-// fetchReport gets the agent's JSON report through pods/proxy over TLS, with the caller's
-// token in debug.ProxyAuthHeader (the API server removes Authorization before proxying).
-// The request goes through the caller's own HTTP client, so the API server authenticates
-// and authorizes the caller as for any kubectl request.
+// fetchReport gets the agent's JSON report through pods/proxy over TLS, with the minted
+// debug token in debug.ProxyAuthHeader. The request goes through the caller's own HTTP
+// client, so the API server authenticates and authorizes the caller as for any kubectl
+// request, and removes the caller's Authorization before proxying.
 func fetchReport(ctx context.Context, cfg *rest.Config, cs corev1client.CoreV1Interface, pod *corev1.Pod, port int, token, podFilter string) (debug.Report, error) {
 	req := cs.RESTClient().Get().Namespace(pod.Namespace).Resource("pods").
 		Name("https:" + pod.Name + ":" + strconv.Itoa(port)).SubResource("proxy").Suffix(debug.Path)

@@ -1,47 +1,40 @@
 package ballast
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/rest"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// callerToken finds the bearer token of every kind of token credential and refuses the
-// credentials the agent cannot check.
-func TestCallerToken(t *testing.T) {
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("file-token\n"), 0o600); err != nil {
-		t.Fatal(err)
+// The debug service account comes from --service-account, else from the agent pod's
+// environment as the chart renders it; it must live in the agent's namespace (the chart's
+// debug Role grants minting there).
+func TestDebugServiceAccount(t *testing.T) {
+	pod := func(env ...corev1.EnvVar) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ballast-system", Name: "ballast-node-x7k2p"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ballast-node", Env: env}}}}
 	}
-	plugin := filepath.Join(dir, "cred-plugin")
-	script := "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"exec-token\"}}'\n"
-	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	named := corev1.EnvVar{Name: debugServiceAccountEnv, Value: "ballast-system/rel-ballast-debug"}
 	cases := map[string]struct {
-		cfg     rest.Config
+		flag    string
+		pod     *corev1.Pod
 		want    string
 		wantErr string
 	}{
-		"static token": {cfg: rest.Config{BearerToken: "static-token"}, want: "static-token"},
-		"token file":   {cfg: rest.Config{BearerTokenFile: tokenFile}, want: "file-token"},
-		"exec plugin": {cfg: rest.Config{ExecProvider: &clientcmdapi.ExecConfig{Command: plugin,
-			APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}, want: "exec-token"},
-		"basic auth":     {cfg: rest.Config{Username: "u", Password: "p"}, wantErr: "port-forward"},
-		"no credentials": {cfg: rest.Config{}, wantErr: "does not authenticate with a bearer token"},
-		"impersonation":  {cfg: rest.Config{BearerToken: "t", Impersonate: rest.ImpersonationConfig{UserName: "bob"}}, wantErr: "--as"},
+		"from the pod":         {pod: pod(corev1.EnvVar{Name: "NODE_NAME"}, named), want: "rel-ballast-debug"},
+		"flag wins":            {flag: "other", pod: pod(named), want: "other"},
+		"flag with namespace":  {flag: "ballast-system/other", pod: pod(), want: "other"},
+		"older chart":          {pod: pod(), wantErr: "upgrade the chart, or give --service-account"},
+		"another namespace":    {flag: "kube-system/default", pod: pod(), wantErr: "not in the agent's namespace"},
+		"malformed":            {flag: "ballast-system/a/b", pod: pod(), wantErr: "want NAME or NAMESPACE/NAME"},
+		"empty name after ns/": {flag: "ballast-system/", pod: pod(), wantErr: "want NAME"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg := c.cfg
-			cfg.Host = "https://127.0.0.1:1"
-			got, err := callerToken(context.Background(), &cfg)
+			o := &nodeOptions{serviceAccount: c.flag}
+			got, err := o.debugServiceAccount(c.pod)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, c.wantErr)
@@ -49,8 +42,21 @@ func TestCallerToken(t *testing.T) {
 				return
 			}
 			if err != nil || got != c.want {
-				t.Fatalf("token %q (err %v), want %q", got, err, c.want)
+				t.Fatalf("service account %q (err %v), want %q", got, err, c.want)
 			}
 		})
+	}
+}
+
+// Without the pods/proxy port the plugin names the port-forward path with the exact
+// debug token to mint.
+func TestNoProxyPortNamesPortForward(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ballast-system", Name: "ballast-node-x7k2p"},
+		Spec: corev1.PodSpec{NodeName: "worker-1", Containers: []corev1.Container{{Name: "ballast-node",
+			Env: []corev1.EnvVar{{Name: debugServiceAccountEnv, Value: "ballast-system/ballast-debug"}}}}}}
+	_, _, err := (&nodeOptions{}).proxyPort(p)
+	want := "kubectl -n ballast-system create token ballast-debug --audience ballast-node-debug/worker-1 --duration 10m"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "port-forward ballast-node-x7k2p 8082") {
+		t.Fatalf("error %v, want one naming %q", err, want)
 	}
 }

@@ -121,7 +121,7 @@ func New(o *Options, cfg *rest.Config) (*Agent, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.auth = debug.NewAuth(rv)
+		a.auth = debug.NewAuth(rv, o.debugAccept())
 	}
 	if !gathers(ctrlmetrics.Registry, "go_goroutines") {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -150,7 +150,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.log.Info("starting", "node", a.o.NodeName, "cgroup", a.cg.Version().String(), "cgroupRoot", a.o.CgroupRoot,
-		"kubelet", a.o.KubeletURL, "store", store.RedactURL(a.o.RedisURL), "debug", a.o.DebugBindAddress, "debugAuth", a.o.DebugAuth, "debugProxy", a.o.DebugProxyBindAddress)
+		"kubelet", a.o.KubeletURL, "store", store.RedactURL(a.o.RedisURL), "debug", a.o.DebugBindAddress, "debugAuth", a.o.DebugAuth, "debugProxy", a.o.DebugProxyBindAddress,
+		"debugServiceAccount", a.o.DebugServiceAccount)
 	errc := make(chan error, 8)
 	var wg sync.WaitGroup
 	start := func(name string, f func(context.Context) error) {

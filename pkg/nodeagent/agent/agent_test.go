@@ -45,7 +45,10 @@ func TestOptionsValidate(t *testing.T) {
 		"pods/proxy listener with auth off elsewhere": {func(o *Options) {
 			o.DebugAuth, o.DebugProxyBindAddress = false, ":8083"
 		}, ""},
-		"pods/proxy listener address": {func(o *Options) { o.DebugProxyBindAddress = "8083" }, "--debug-proxy-bind-address"},
+		"pods/proxy listener address":             {func(o *Options) { o.DebugProxyBindAddress = "8083" }, "--debug-proxy-bind-address"},
+		"debug service account":                   {func(o *Options) { o.DebugServiceAccount = "ballast-system/r-ballast-debug" }, ""},
+		"debug service account needs a namespace": {func(o *Options) { o.DebugServiceAccount = "ballast-debug" }, "--debug-service-account"},
+		"debug service account is one name":       {func(o *Options) { o.DebugServiceAccount = "a/b/c" }, "--debug-service-account"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -65,6 +68,7 @@ func TestEnvironmentFallbacks(t *testing.T) {
 	t.Setenv("NODE_IP", "10.0.0.5")
 	t.Setenv("REDIS_URL", "redis://valkey:6379")
 	t.Setenv("BALLAST_FLUSH_INTERVAL", "3s")
+	t.Setenv("BALLAST_DEBUG_SERVICE_ACCOUNT", "ops/rel-ballast-debug")
 	t.Setenv("BALLAST_BUFFER_MAX_WINDOWS", "not-a-number")
 	o := NewOptions()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -73,7 +77,7 @@ func TestEnvironmentFallbacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.NodeName != "from-env" || o.KubeletURL != "https://10.0.0.5:10250" || o.FlushInterval != 3*time.Second ||
-		o.RedisURL != "redis://flag:6379" {
+		o.RedisURL != "redis://flag:6379" || o.debugAccept() != (debug.Accept{Namespace: "ops", ServiceAccount: "rel-ballast-debug", Node: "from-env"}) {
 		t.Errorf("options %+v", o)
 	}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "BALLAST_BUFFER_MAX_WINDOWS") {
@@ -260,11 +264,8 @@ func TestCycleOnCgroupV1(t *testing.T) {
 
 type allowAll struct{}
 
-func (allowAll) ReviewToken(context.Context, string) (debug.User, bool, error) {
-	return debug.User{Name: "sre"}, true, nil
-}
-func (allowAll) Authorize(context.Context, debug.User, string, string) (bool, string, error) {
-	return true, "", nil
+func (allowAll) ReviewToken(context.Context, string, string) (debug.User, bool, error) {
+	return debug.User{Name: debug.ServiceAccountUser("ns", "debug"), Audiences: []string{debug.NodeAudience("node-1")}}, true, nil
 }
 
 // Beyond loopback the debug endpoint speaks TLS only (a self-signed certificate when none
@@ -273,7 +274,7 @@ func TestDebugEndpointUsesTLSBeyondLoopback(t *testing.T) {
 	o := NewOptions()
 	o.NodeName, o.MetricsBindAddress, o.HealthProbeBindAddress, o.DebugBindAddress = "node-1", "0", "0", "0.0.0.0:0"
 	a := newAgent(o, prometheus.NewRegistry())
-	a.auth = debug.NewAuth(allowAll{})
+	a.auth = debug.NewAuth(allowAll{}, debug.Accept{Namespace: "ns", ServiceAccount: "debug", Node: "node-1"})
 	srvs, err := a.listen()
 	if err != nil {
 		t.Fatal(err)

@@ -65,11 +65,16 @@ type Options struct {
 	DebugBindAddress       string
 	// DebugProxyBindAddress is a second, opt-in listener of the debug endpoint on the pod
 	// IP, for `kubectl ballast node` through the API server's pods/proxy: always TLS and
-	// always behind TokenReview + SubjectAccessReview, whatever --debug-auth says.
+	// always token-checked (debug.Auth), whatever --debug-auth says.
 	DebugProxyBindAddress string
 	DebugAuth             bool
-	DebugTLSCertFile      string
-	DebugTLSKeyFile       string
+	// DebugServiceAccount (NAMESPACE/NAME) is the only identity the debug endpoint serves:
+	// its tokens minted for debug.Audience and bound to PodName.
+	DebugServiceAccount string
+	// PodName is the agent's own pod (env POD_NAME); debug tokens must be bound to it.
+	PodName          string
+	DebugTLSCertFile string
+	DebugTLSKeyFile  string
 
 	LogLevel  string
 	LogFormat string
@@ -101,6 +106,7 @@ func NewOptions() *Options {
 		DebugBindAddress:       "127.0.0.1:8082",
 		DebugProxyBindAddress:  "0",
 		DebugAuth:              true,
+		DebugServiceAccount:    "ballast-system/ballast-debug",
 		LogLevel:               "info",
 		LogFormat:              "json",
 	}
@@ -154,7 +160,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.HealthProbeBindAddress, "health-probe-bind-address", `address of /healthz and /readyz ("0" disables them)`)
 	str(&o.DebugBindAddress, "debug-bind-address", `address of the debug endpoint `+debug.Path+` ("0" disables it)`)
 	str(&o.DebugProxyBindAddress, "debug-proxy-bind-address", `opt-in address of the debug endpoint for the API server's pods/proxy (kubectl ballast node), e.g. :8083; always TLS and token-checked, the token also read from the `+debug.ProxyAuthHeader+` header ("0" disables it)`)
-	boolean(&o.DebugAuth, "debug-auth", "require a bearer token checked with TokenReview and SubjectAccessReview (may be false only on a loopback address)")
+	boolean(&o.DebugAuth, "debug-auth", "require a bearer token minted for the audience "+debug.Audience+"/<node name> (checked with TokenReview; may be false only on a loopback address)")
+	str(&o.DebugServiceAccount, "debug-service-account", "NAMESPACE/NAME of the only service account whose tokens the debug endpoint serves (and those minted for the audience "+debug.Audience+"/<node name> only)")
 	str(&o.DebugTLSCertFile, "debug-tls-cert-file", "serving certificate of the debug endpoint (default: self-signed when not bound to loopback)")
 	str(&o.DebugTLSKeyFile, "debug-tls-key-file", "key of --debug-tls-cert-file")
 	str(&o.LogLevel, "log-level", "debug|info|warn|error")
@@ -216,12 +223,21 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--debug-auth=false needs a loopback --debug-bind-address, not %q: the endpoint reveals workload data", o.DebugBindAddress))
 		}
 	}
+	if ns, name, ok := strings.Cut(o.DebugServiceAccount, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		errs = append(errs, fmt.Errorf("--debug-service-account %q: must be NAMESPACE/NAME", o.DebugServiceAccount))
+	}
 	if o.DebugProxyBindAddress != "0" && o.DebugProxyBindAddress != "" {
 		if _, _, err := net.SplitHostPort(o.DebugProxyBindAddress); err != nil {
 			errs = append(errs, fmt.Errorf("--debug-proxy-bind-address %q: %w", o.DebugProxyBindAddress, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// debugAccept is the identity the debug endpoint serves.
+func (o *Options) debugAccept() debug.Accept {
+	ns, name, _ := strings.Cut(o.DebugServiceAccount, "/")
+	return debug.Accept{Namespace: ns, ServiceAccount: name, Node: o.NodeName}
 }
 
 // debugProxy reports whether the pods/proxy listener of the debug endpoint is on.

@@ -104,8 +104,8 @@ func (a *Agent) listen() ([]*server, error) {
 	return out, nil
 }
 
-// debugHandler is the debug endpoint for addr, behind TokenReview + SubjectAccessReview
-// when protected (--debug-auth, allowed false on loopback only), and over TLS unless bound
+// debugHandler is the debug endpoint for addr, behind debug.Auth (a TokenReview for
+// debug.Audience, the debug service account's tokens bound to this pod only) when protected (--debug-auth, allowed false on loopback only), and over TLS unless bound
 // to loopback without a certificate. The pods/proxy listener (proxied) is always protected
 // and always TLS: the API server reaches it over the pod network.
 func (a *Agent) debugHandler(addr string, protected, proxied bool) (http.Handler, *tls.Config, error) {

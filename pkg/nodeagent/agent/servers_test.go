@@ -13,12 +13,8 @@ import (
 // test/integration/nodeagent).
 type nobody struct{}
 
-func (nobody) ReviewToken(context.Context, string) (debug.User, bool, error) {
+func (nobody) ReviewToken(context.Context, string, string) (debug.User, bool, error) {
 	return debug.User{}, false, nil
-}
-
-func (nobody) Authorize(context.Context, debug.User, string, string) (bool, string, error) {
-	return false, "", nil
 }
 
 // --debug-auth=false opens the loopback endpoint only: the pods/proxy listener is always
@@ -26,7 +22,7 @@ func (nobody) Authorize(context.Context, debug.User, string, string) (bool, stri
 func TestPodsProxyListenerIsAlwaysProtected(t *testing.T) {
 	a := testAgent(t, "cgroupfs-v2")
 	a.o.DebugAuth = false
-	a.auth = debug.NewAuth(nobody{})
+	a.auth = debug.NewAuth(nobody{}, debug.Accept{})
 	get := func(h http.Handler) int {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, debug.Path, nil))

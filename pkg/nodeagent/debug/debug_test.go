@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,115 +101,118 @@ func TestTextView(t *testing.T) {
 	}
 }
 
-// fakeReviewer answers from tables and counts calls.
+// fakeReviewer answers from a table, as a TokenReview for one audience would (a token
+// valid for other audiences only is not authenticated), and counts calls.
 type fakeReviewer struct {
-	users    map[string]User
-	allowed  map[string]bool // user name → allowed
-	err      error
-	reviews  int
-	authzs   int
-	lastVerb string
+	users   map[string]User
+	err     error
+	reviews int
 }
 
-func (f *fakeReviewer) ReviewToken(_ context.Context, token string) (User, bool, error) {
+func (f *fakeReviewer) ReviewToken(_ context.Context, token, audience string) (User, bool, error) {
 	f.reviews++
 	if f.err != nil {
 		return User{}, false, f.err
 	}
 	u, ok := f.users[token]
-	return u, ok, nil
-}
-
-func (f *fakeReviewer) Authorize(_ context.Context, u User, verb, path string) (bool, string, error) {
-	f.authzs++
-	f.lastVerb = verb
-	if path != Path {
-		return false, "wrong path", nil
+	if !ok || !slices.Contains(u.Audiences, audience) {
+		return User{}, false, nil
 	}
-	return f.allowed[u.Name], "", nil
+	return u, true, nil
 }
 
+// Only the debug service account's tokens for this node's audience get in; an ordinary
+// API token (audience: the API server) or another node's debug token gets 401 with a
+// message naming the token to send instead.
 func TestAuth(t *testing.T) {
-	fr := &fakeReviewer{users: map[string]User{"good": {Name: "sre"}, "meh": {Name: "dev"}}, allowed: map[string]bool{"sre": true}}
-	a := NewAuth(fr)
-	h := a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "secret") }))
-	do := func(method, authz string) (int, string) {
+	debugSA := ServiceAccountUser("ballast-system", "ballast-debug")
+	fr := &fakeReviewer{users: map[string]User{
+		"good":             {Name: debugSA, Audiences: []string{NodeAudience("node-1")}},
+		"other-node":       {Name: debugSA, Audiences: []string{NodeAudience("node-2")}},
+		"other-account":    {Name: ServiceAccountUser("shop", "web"), Audiences: []string{NodeAudience("node-1")}},
+		"caller-api-token": {Name: "alice", Audiences: []string{"https://kubernetes.default.svc"}},
+	}}
+	a := NewAuth(fr, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug", Node: "node-1"})
+	secret := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "secret") })
+	h := a.Wrap(secret)
+	do := func(method, header, authz string) (int, string) {
 		req := httptest.NewRequest(method, Path, nil)
 		if authz != "" {
-			req.Header.Set("Authorization", authz)
+			req.Header.Set(header, authz)
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
 	cases := map[string]struct {
-		authz string
-		want  int
+		authz    string
+		want     int
+		wantBody string
 	}{
-		"no credentials":             {"", http.StatusUnauthorized},
-		"basic credentials":          {"Basic Zm9vOmJhcg==", http.StatusUnauthorized},
-		"empty bearer":               {"Bearer ", http.StatusUnauthorized},
-		"unknown token":              {"Bearer nope", http.StatusUnauthorized},
-		"authenticated only":         {"Bearer meh", http.StatusForbidden},
-		"authorized":                 {"Bearer good", http.StatusOK},
-		"scheme is case-insensitive": {"bearer good", http.StatusOK},
+		"no credentials":             {"", http.StatusUnauthorized, "--audience ballast-node-debug/node-1"},
+		"basic credentials":          {"Basic Zm9vOmJhcg==", http.StatusUnauthorized, "never your own API token"},
+		"empty bearer":               {"Bearer ", http.StatusUnauthorized, "upgrade kubectl-ballast"},
+		"ordinary API token":         {"Bearer caller-api-token", http.StatusUnauthorized, "upgrade kubectl-ballast"},
+		"another node's debug token": {"Bearer other-node", http.StatusUnauthorized, "not accepted"},
+		"another service account":    {"Bearer other-account", http.StatusForbidden, `belongs to "system:serviceaccount:shop:web"`},
+		"debug token of this node":   {"Bearer good", http.StatusOK, "secret"},
+		"scheme is case-insensitive": {"bearer good", http.StatusOK, "secret"},
+		"debug token, HEAD":          {"Bearer good", http.StatusOK, ""},
 	}
 	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			code, body := do(http.MethodGet, c.authz)
-			if code != c.want {
-				t.Fatalf("status %d, want %d (%s)", code, c.want, body)
-			}
-			if (code == http.StatusOK) != strings.Contains(body, "secret") {
-				t.Errorf("body %q", body)
-			}
-		})
-	}
-
-	// Through pods/proxy the API server removes Authorization; the token comes in
-	// ProxyAuthHeader instead and is checked the same way.
-	for name, c := range map[string]struct {
-		header string
-		want   int
-	}{
-		"proxy header, authorized":    {"Bearer good", http.StatusOK},
-		"proxy header, no grant":      {"Bearer meh", http.StatusForbidden},
-		"proxy header, unknown token": {"Bearer nope", http.StatusUnauthorized},
-		"proxy header, not bearer":    {"Basic Zm9vOmJhcg==", http.StatusUnauthorized},
-	} {
-		req := httptest.NewRequest(http.MethodGet, Path, nil)
-		req.Header.Set(ProxyAuthHeader, c.header)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != c.want || (rec.Code == http.StatusOK) != strings.Contains(rec.Body.String(), "secret") {
-			t.Errorf("%s: status %d, want %d (%s)", name, rec.Code, c.want, rec.Body.String())
+		for _, header := range []string{"Authorization", ProxyAuthHeader} {
+			t.Run(name+" in "+header, func(t *testing.T) {
+				method := http.MethodGet
+				if strings.Contains(name, "HEAD") {
+					method = http.MethodHead
+				}
+				code, body := do(method, header, c.authz)
+				if code != c.want {
+					t.Fatalf("status %d, want %d (%s)", code, c.want, body)
+				}
+				if !strings.Contains(body, c.wantBody) || (code != http.StatusOK && strings.Contains(body, "secret")) {
+					t.Errorf("body %q, want it to contain %q", body, c.wantBody)
+				}
+			})
 		}
 	}
 
-	// Answers are cached: repeating a request asks nothing new; HEAD is authorized as get.
-	reviews, authzs := fr.reviews, fr.authzs
-	if code, _ := do(http.MethodGet, "Bearer good"); code != http.StatusOK || fr.reviews != reviews || fr.authzs != authzs {
-		t.Errorf("cached request: %d, reviews %d→%d, authorizations %d→%d", code, reviews, fr.reviews, authzs, fr.authzs)
+	// A reviewer that confirms no audience (a misbehaving authenticator) gets nobody in.
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, Path, nil)
+	req.Header.Set("Authorization", "Bearer good")
+	NewAuth(reviewerFunc(func(string, string) (User, bool, error) { return User{Name: debugSA}, true, nil }),
+		Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug", Node: "node-1"}).Wrap(secret).ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "audience") {
+		t.Errorf("audience not confirmed: %d %s", rec.Code, rec.Body.String())
 	}
-	if code, _ := do(http.MethodHead, "Bearer good"); code != http.StatusOK || fr.lastVerb != "get" {
-		t.Errorf("HEAD: %d, verb %q", code, fr.lastVerb)
+
+	// Reviews are cached: repeating a request asks nothing new; entries expire.
+	reviews := fr.reviews
+	if code, _ := do(http.MethodGet, "Authorization", "Bearer good"); code != http.StatusOK || fr.reviews != reviews {
+		t.Errorf("cached request: %d, reviews %d→%d", code, reviews, fr.reviews)
 	}
-	// Cache entries expire.
 	a.now = func() time.Time { return time.Now().Add(10 * time.Minute) }
-	if _, _ = do(http.MethodGet, "Bearer good"); fr.reviews == reviews {
+	if _, _ = do(http.MethodGet, "Authorization", "Bearer good"); fr.reviews == reviews {
 		t.Errorf("expired token review was not repeated")
 	}
 
 	// When the API server cannot answer, nobody gets in.
 	fr2 := &fakeReviewer{err: errors.New("connection refused")}
-	h2 := NewAuth(fr2).Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "secret") }))
-	req := httptest.NewRequest(http.MethodGet, Path, nil)
+	h2 := NewAuth(fr2, Accept{Namespace: "ballast-system", ServiceAccount: "ballast-debug", Node: "node-1"}).Wrap(secret)
+	req = httptest.NewRequest(http.MethodGet, Path, nil)
 	req.Header.Set("Authorization", "Bearer good")
-	rec := httptest.NewRecorder()
+	rec = httptest.NewRecorder()
 	h2.ServeHTTP(rec, req)
 	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "secret") {
 		t.Errorf("reviewer down: %d %q", rec.Code, rec.Body.String())
 	}
+}
+
+type reviewerFunc func(token, audience string) (User, bool, error)
+
+func (f reviewerFunc) ReviewToken(_ context.Context, token, audience string) (User, bool, error) {
+	return f(token, audience)
 }
 
 func TestLoopback(t *testing.T) {

@@ -63,11 +63,11 @@ func TestRenderDefaults(t *testing.T) {
 		"PersistentVolumeClaim/ballast-valkey",
 		"Pod/ballast-test-webhook",
 		"PodDisruptionBudget/ballast",
-		"Role/ballast-killswitch", "Role/ballast-leader-election",
+		"Role/ballast-debug", "Role/ballast-killswitch", "Role/ballast-leader-election",
 		"RoleBinding/ballast-killswitch", "RoleBinding/ballast-leader-election",
 		"Secret/ballast-valkey-auth",
 		"Service/ballast-valkey", "Service/ballast-webhook",
-		"ServiceAccount/ballast", "ServiceAccount/ballast-crd-upgrade", "ServiceAccount/ballast-node",
+		"ServiceAccount/ballast", "ServiceAccount/ballast-crd-upgrade", "ServiceAccount/ballast-debug", "ServiceAccount/ballast-node",
 		"ValidatingAdmissionPolicy/ballast-control-pod-patches", "ValidatingAdmissionPolicyBinding/ballast-control-pod-patches",
 		"ValidatingAdmissionPolicy/ballast-control-pod-resizes", "ValidatingAdmissionPolicyBinding/ballast-control-pod-resizes",
 		"ValidatingAdmissionPolicy/ballast-control-node-patches", "ValidatingAdmissionPolicyBinding/ballast-control-node-patches",
@@ -494,7 +494,6 @@ func checkAgent(t *testing.T, m *manifests) {
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes/stats"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
-		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	}
 	if diff := cmp.Diff(want, cr.Rules); diff != "" {
 		t.Errorf("agent rules (-want +got):\n%s", diff)

@@ -3,16 +3,13 @@ package nodeagent
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
-	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,10 +23,12 @@ import (
 	"github.com/ballastk8s/ballast/test/cgroupfixture"
 )
 
-// The debug endpoint answers only callers whose bearer token the API server accepts
-// (TokenReview) and whom RBAC allows to get its path (SubjectAccessReview).
+// The debug endpoint serves only tokens minted for it: the debug service account's, for
+// the audience of the agent's own node (the real API server's TokenReview decides).
+// Ordinary API tokens — what older plugins sent — and other nodes' debug tokens get 401,
+// debug tokens of another service account 403. A token the agent accepted is refused by the
+// API server for every API call (401): an agent that keeps it gains nothing.
 func TestDebugEndpointAuth(t *testing.T) {
-	ctx := context.Background()
 	ensureCluster(t)
 	ns, node := createNamespace(t), newName("node")
 	tree, err := cgroupfixture.New(t.TempDir())
@@ -41,51 +40,33 @@ func TestDebugEndpointAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The agent runs as a service account holding exactly the ClusterRole docs/node-agent.md
-	// documents: read-only on its inputs, plus the two review requests. It cannot write.
+	// documents: read-only on its inputs, plus TokenReview. It cannot write.
 	kubeconfig := agentIdentity(t, cs, ns)
-	a := startAgent(t, node, tree.Root, "--kubeconfig", kubeconfig) // --debug-auth defaults to true
-	role := newName("ballast-node-debug")
-	mustCreateObj(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{debug.Path, debug.Path + "/*"}, Verbs: []string{"get"}}}})
-	mustCreateObj(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "reader"}}})
-	tokens := map[string]string{}
-	for _, sa := range []string{"reader", "stranger"} {
+	for _, sa := range []string{debugSA, "stranger"} {
 		mustCreateObj(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa,
-			&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens[sa] = tr.Status.Token
 	}
-	// Wait until RBAC grants the reader (the agent caches a denial for 30 s).
-	eventually(t, 10*time.Second, "RBAC for the reader", func() error {
-		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-			User:                  "system:serviceaccount:" + ns + ":reader",
-			Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-			NonResourceAttributes: &authzv1.NonResourceAttributes{Path: debug.Path, Verb: "get"}}}, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		if !sar.Status.Allowed {
-			return fmt.Errorf("not allowed yet: %s", sar.Status.Reason)
-		}
-		return nil
-	})
+	a := startAgent(t, node, tree.Root, "--kubeconfig", kubeconfig, // --debug-auth defaults to true
+		"--debug-service-account", ns+"/"+debugSA)
+	aud := debug.NodeAudience(node)
+	debugToken := mintToken(t, cs, ns, debugSA, aud)
 
 	cases := map[string]struct {
 		auth   string
 		query  string
 		status int
+		body   string
 	}{
-		"no token":                     {"", "", http.StatusUnauthorized},
-		"not a bearer token":           {"Basic cmVhZGVyOnNlY3JldA==", "", http.StatusUnauthorized},
-		"token the API rejects":        {"Bearer " + randomID(), "", http.StatusUnauthorized},
-		"authenticated, no RBAC grant": {"Bearer " + tokens["stranger"], "", http.StatusForbidden},
-		"authorized, JSON":             {"Bearer " + tokens["reader"], "", http.StatusOK},
-		"authorized, text":             {"Bearer " + tokens["reader"], "?format=text", http.StatusOK},
+		"no token":              {"", "", http.StatusUnauthorized, "bearer token is required"},
+		"not a bearer token":    {"Basic cmVhZGVyOnNlY3JldA==", "", http.StatusUnauthorized, "bearer token is required"},
+		"token the API rejects": {"Bearer " + randomID(), "", http.StatusUnauthorized, "not accepted"},
+		// What kubectl-ballast before this change sent: the caller's own API token.
+		"ordinary API token, older plugin":        {"Bearer " + mintToken(t, cs, ns, "stranger", ""), "", http.StatusUnauthorized, "upgrade kubectl-ballast"},
+		"ordinary API token of the debug account": {"Bearer " + mintToken(t, cs, ns, debugSA, ""), "", http.StatusUnauthorized, "upgrade kubectl-ballast"},
+		"debug token of another node":             {"Bearer " + mintToken(t, cs, ns, debugSA, debug.NodeAudience("other-node")), "", http.StatusUnauthorized, "not accepted"},
+		"bare prefix audience":                    {"Bearer " + mintToken(t, cs, ns, debugSA, debug.Audience), "", http.StatusUnauthorized, "not accepted"},
+		"this node's audience, another account":   {"Bearer " + mintToken(t, cs, ns, "stranger", aud), "", http.StatusForbidden, "not to the debug service account"},
+		"debug token, JSON":                       {"Bearer " + debugToken, "", http.StatusOK, ""},
+		"debug token, text":                       {"Bearer " + debugToken, "?format=text", http.StatusOK, ""},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -99,11 +80,12 @@ func TestDebugEndpointAuth(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != c.status {
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
+			if resp.StatusCode != c.status || !strings.Contains(string(body), c.body) {
+				t.Fatalf("status %d, want %d with %q: %s", resp.StatusCode, c.status, c.body, body)
 			}
 			if c.status != http.StatusOK {
-				if strings.Contains(string(body), node) {
+				t.Logf("agent: HTTP %d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+				if strings.Contains(string(body), `"node": "`+node) || strings.Contains(string(body), "ballast-node on") {
 					t.Errorf("refused answer leaks the report: %s", body)
 				}
 				return
@@ -118,6 +100,8 @@ func TestDebugEndpointAuth(t *testing.T) {
 			}
 		})
 	}
+	// The token the agent accepted is worthless anywhere else: the API server refuses it.
+	refusedByAPIServer(t, debugToken, mintToken(t, cs, ns, "stranger", ""))
 	// The other endpoints carry no workload data and stay open for probes and scrapers.
 	for _, u := range []string{a.health + "/healthz", a.health + "/readyz", a.metrics} {
 		resp, err := http.Get(u)
@@ -137,7 +121,6 @@ var agentRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"ballast.tightlinesoftware.com"}, Verbs: []string{"get", "list", "watch"},
 		Resources: []string{"ballastconfigs", "metricssources", "clusterresourcepolicies", "resourcepolicies", "workloadprofiles"}},
 	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
-	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	{APIGroups: []string{""}, Resources: []string{"nodes/stats"}, Verbs: []string{"get"}},
 	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 }

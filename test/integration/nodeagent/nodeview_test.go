@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -33,9 +35,11 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // `kubectl ballast node` reaches the real agent through the real API server's pods/proxy
-// with the caller's own token: the API server authorizes get pods/proxy on the agent pod,
-// the agent authorizes the same caller (TokenReview + SubjectAccessReview) for
-// /debug/ballast. A caller missing either grant is refused by the side that checks it.
+// with a token it minted for the agent (the debug service account's, for the audience of
+// the agent's node only): the API server authorizes get pods/proxy on the
+// agent pod and create serviceaccounts/token on the debug service account, the agent
+// checks the token (TokenReview for its audience). A caller missing a grant is refused by
+// the API server; the caller's own token (an older plugin's way) is refused by the agent.
 func TestNodeViewThroughPodsProxy(t *testing.T) {
 	ensureCluster(t)
 	ns, node := createNamespace(t), newName("node")
@@ -62,36 +66,35 @@ func TestNodeViewThroughPodsProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := startAgent(t, node, tree.tree.Root, "--kubeconfig", agentIdentity(t, cs, ns),
-		"--debug-proxy-bind-address", fmt.Sprintf("127.0.0.1:%d", port))
 	agentPod := createAgentPod(t, ns, node, port)
+	mustCreateObj(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: debugSA}})
+	a := startAgent(t, node, tree.tree.Root, "--kubeconfig", agentIdentity(t, cs, ns),
+		"--debug-proxy-bind-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--debug-service-account", ns+"/"+debugSA)
 
-	// Three callers: all may find the agent pod (list pods); viewer holds both grants,
-	// noproxy lacks pods/proxy, noagent lacks the agent's /debug/ballast.
-	grant := func(sa string, proxy, agentURL bool) {
+	// Three callers: all may find the agent pod (list pods); viewer holds the chart's debug
+	// Role (docs/kubectl-ballast.md), noproxy lacks pods/proxy, nomint lacks
+	// serviceaccounts/token. None has any grant on /debug/ballast: the agent checks none.
+	grant := func(sa string, proxy, mint bool) {
 		rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}}
 		if proxy {
 			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/proxy"}, Verbs: []string{"get"}})
+		}
+		if mint {
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"},
+				ResourceNames: []string{debugSA}, Verbs: []string{"create"}})
 		}
 		mustCreateObj(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}, Rules: rules})
 		mustCreateObj(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}})
-		if agentURL {
-			name := newName("debug-" + sa)
-			mustCreateObj(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-				Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{debug.Path, debug.Path + "/*"}, Verbs: []string{"get"}}}})
-			mustCreateObj(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}})
-		}
 	}
 	grant("viewer", true, true)
 	grant("noproxy", false, true)
-	grant("noagent", true, false)
-	kc := map[string]string{}
-	for _, sa := range []string{"viewer", "noproxy", "noagent"} {
-		kc[sa] = tokenKubeconfig(t, cs, ns, sa)
+	grant("nomint", true, false)
+	kc, own := map[string]string{}, map[string]string{}
+	for _, sa := range []string{"viewer", "noproxy", "nomint"} {
+		kc[sa], own[sa] = tokenKubeconfig(t, cs, ns, sa)
 	}
 
 	// The viewer's view, once the agent has sampled the pod and flushed once.
@@ -145,13 +148,22 @@ func TestNodeViewThroughPodsProxy(t *testing.T) {
 	// Refusals: each names who refused, and the agent's report never leaks.
 	for sa, want := range map[string]string{
 		"noproxy": fmt.Sprintf(`the API server refused (HTTP 403): pods "https:%s:%d" is forbidden`, agentPod, port),
-		"noagent": "the agent on " + node + " refused (HTTP 403): Forbidden: user \"system:serviceaccount:" + ns + ":noagent\" may not get " + debug.Path,
+		"nomint":  fmt.Sprintf(`minting a debug token for %s/%s (needs create serviceaccounts/token on it): serviceaccounts %q is forbidden`, ns, debugSA, debugSA),
 	} {
 		r := runPlugin(t, kc[sa], "node", node, "-n", ns)
 		if r.code != ballast.ExitUsage || !strings.Contains(r.stderr, want) || strings.Contains(r.stdout+r.stderr, "web-1") {
 			t.Errorf("%s: exit %d, stderr %q, want exit %d and %q", sa, r.code, r.stderr, ballast.ExitUsage, want)
 		}
 	}
+	// An older plugin sent the caller's own token in Ballast-Authorization: the agent now
+	// refuses it (TokenReview for its audience fails) and says what to do.
+	status, body := proxyGet(t, own["viewer"], ns, agentPod, port, own["viewer"])
+	t.Logf("agent's answer to the caller's own API token: HTTP %d %s", status, body)
+	if status != http.StatusUnauthorized || !strings.Contains(body, "upgrade kubectl-ballast") || strings.Contains(body, "web-1") {
+		t.Errorf("caller's own token through pods/proxy: HTTP %d %q, want 401 naming the upgrade", status, body)
+	}
+	// What a compromised agent captures from the same caller is worthless elsewhere.
+	checkCapturedToken(t, ns, kc["viewer"], own["viewer"], agentPod, port)
 	// The pods/proxy listener serves TLS and checks tokens itself: a caller on the pod
 	// network without a token gets 401, never the report.
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
@@ -166,12 +178,13 @@ func TestNodeViewThroughPodsProxy(t *testing.T) {
 }
 
 // createAgentPod creates the agent's Pod object as the chart renders it (labels, the
-// debug-proxy port) with the status a kubelet would report; its pod IP is fakePodIP.
+// debug service account in its environment, the debug-proxy port) with the status a kubelet would report; its pod IP is fakePodIP.
 func createAgentPod(t *testing.T, ns, node string, port int) string {
 	t.Helper()
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: newName("ballast-node"),
 		Labels: map[string]string{"app.kubernetes.io/part-of": "ballast", "app.kubernetes.io/component": "agent"}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "ballast-node", Image: "ballast-node",
+			Env:   []corev1.EnvVar{{Name: "BALLAST_DEBUG_SERVICE_ACCOUNT", Value: ns + "/" + debugSA}},
 			Ports: []corev1.ContainerPort{{Name: "debug-proxy", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}}}}}
 	mustCreateObj(t, p)
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fakePodIP, PodIPs: []corev1.PodIP{{IP: fakePodIP}}}
@@ -181,8 +194,9 @@ func createAgentPod(t *testing.T, ns, node string, port int) string {
 	return p.Name
 }
 
-// tokenKubeconfig creates service account sa and a kubeconfig authenticating with its token.
-func tokenKubeconfig(t *testing.T, cs kubernetes.Interface, ns, sa string) string {
+// tokenKubeconfig creates service account sa and a kubeconfig authenticating with its
+// (ordinary, API-server audience) token, and returns both.
+func tokenKubeconfig(t *testing.T, cs kubernetes.Interface, ns, sa string) (string, string) {
 	t.Helper()
 	mustCreateObj(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
@@ -199,7 +213,29 @@ func tokenKubeconfig(t *testing.T, cs kubernetes.Interface, ns, sa string) strin
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return path, tr.Status.Token
+}
+
+// proxyGet gets the agent's debug path through pods/proxy as the caller with token, the
+// agent's header carrying agentToken, and returns the status and body.
+func proxyGet(t *testing.T, token, ns, pod string, port int, agentToken string) (int, string) {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(srv.Kube.Config)
+	cfg.BearerToken = token
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/https:%s:%d/proxy%s", strings.TrimSuffix(cfg.Host, "/"), ns, pod, port, debug.Path)
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set(debug.ProxyAuthHeader, "Bearer "+agentToken)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b))
 }
 
 type pluginResult struct {
