@@ -30,6 +30,11 @@ type Capacity struct {
 	// Refused: a probe write was answered with the server's out-of-memory error, so every
 	// agent flush is refused too.
 	Refused bool
+	// OOMErrors is how many commands the servers have refused for lack of memory since
+	// they started (INFO errorstats errorstat_OOM, summed over the servers). A large
+	// command (an agent's pipelined flush) can be refused while a tiny probe still fits:
+	// the server counts the command's own arguments against maxmemory.
+	OOMErrors int64
 }
 
 // Ratio is CountedBytes / MaxBytes (0 without a limit).
@@ -56,7 +61,7 @@ func IsStoreFull(err error) bool {
 }
 
 // Capacity reads INFO memory from every server (a cluster's masters) and returns the
-// fullest, then probes whether writes are refused: SET of the store epoch key with NX,
+// fullest, with the out-of-memory refusals of all of them (INFO errorstats), then probes whether writes are refused: SET of the store epoch key with NX,
 // which changes nothing when the key exists (and writes the epoch StoreEpoch would write
 // when it does not) but is refused like any write while the server is out of memory.
 // The connection's user needs INFO and SET on the epoch key. When INFO fails, the error is
@@ -73,8 +78,11 @@ func (c *Client) Capacity(ctx context.Context, now time.Time) (Capacity, error) 
 		}
 		cp.Addr = addr
 		if first || fuller(cp, out) {
+			oom := out.OOMErrors
 			out, first = cp, false
+			out.OOMErrors = oom
 		}
+		out.OOMErrors += oomErrors(ctx, n)
 	}
 	// The probe runs even when INFO is denied: a refused write alone says the store is full.
 	ms := strconv.FormatInt(now.UnixMilli(), 10)
@@ -95,6 +103,23 @@ func infoMemory(ctx context.Context, n valkey.Client) (Capacity, error) {
 		return Capacity{}, err
 	}
 	return ParseInfoMemory(txt)
+}
+
+// oomErrors reads errorstat_OOM from INFO errorstats (0 when the server has no such
+// section or never refused a command).
+func oomErrors(ctx context.Context, n valkey.Client) int64 {
+	txt, err := n.Do(ctx, n.B().Info().Section("errorstats").Build()).ToString()
+	if err != nil {
+		return 0
+	}
+	for l := range strings.SplitSeq(txt, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "errorstat_OOM:count="); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // fuller: a is closer to its limit than b (a limited server before an unlimited one).

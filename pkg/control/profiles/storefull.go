@@ -60,6 +60,9 @@ type StoreWatch struct {
 	mu      sync.Mutex
 	state   storeState
 	lastErr string
+	// oom is the servers' count of commands refused for lack of memory at the last reading
+	// (-1 before the first).
+	oom int64
 	// changed gets a value whenever the state flips, so every profile is recomputed at
 	// once rather than at its next sampling interval.
 	changed chan event.GenericEvent
@@ -85,6 +88,7 @@ func NewStoreWatch(src CapacitySource, clk clock.PassiveClock, interval time.Dur
 		full: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ballast_store_full",
 			Help: "1 while the store refuses writes for lack of memory (profiles carry the StoreFull condition), else 0."}),
 		changed: make(chan event.GenericEvent, 1),
+		oom:     -1,
 	}
 	reg.MustRegister(w.used, w.limit, w.full)
 	return w
@@ -129,7 +133,15 @@ func (w *StoreWatch) Poll(ctx context.Context) {
 		w.used.Set(float64(cp.UsedBytes))
 		w.limit.Set(float64(cp.MaxBytes))
 	}
-	full := decideFull(w.state.full, cp)
+	// Commands refused since the last reading (a count that went down was reset).
+	refusedSince := int64(0)
+	if err == nil {
+		if w.oom >= 0 && cp.OOMErrors > w.oom {
+			refusedSince = cp.OOMErrors - w.oom
+		}
+		w.oom = cp.OOMErrors
+	}
+	full := decideFull(w.state.full, cp, refusedSince)
 	if full == w.state.full {
 		return
 	}
@@ -138,7 +150,8 @@ func (w *StoreWatch) Poll(ctx context.Context) {
 		w.state.msg = fullMessage(cp)
 		w.full.Set(1)
 		w.log.Error(nil, "the store is full: writes are refused and no new history is recorded; every profile is marked StoreFull",
-			"usedBytes", cp.UsedBytes, "maxBytes", cp.MaxBytes, "policy", cp.Policy, "server", cp.Addr, "probeRefused", cp.Refused)
+			"usedBytes", cp.UsedBytes, "maxBytes", cp.MaxBytes, "policy", cp.Policy, "server", cp.Addr, "probeRefused", cp.Refused,
+			"refusedSinceLastReading", refusedSince)
 	} else {
 		w.full.Set(0)
 		w.log.Info("the store accepts writes again: StoreFull cleared", "usedBytes", cp.UsedBytes, "maxBytes", cp.MaxBytes)
@@ -149,11 +162,13 @@ func (w *StoreWatch) Poll(ctx context.Context) {
 	}
 }
 
-// decideFull is the hysteresis: full when a probe write was refused or the counted memory
-// reached fullAt of maxmemory; a full store is writable again when the probe is accepted
-// and the memory is below clearBelow.
-func decideFull(wasFull bool, cp store.Capacity) bool {
-	if cp.Refused {
+// decideFull is the hysteresis: full when a probe write was refused, the servers refused
+// commands for lack of memory since the last reading (refusedSince: agent flushes, whose
+// size counts against maxmemory, are refused before a tiny probe is), or the counted
+// memory reached fullAt of maxmemory; a full store is writable again when none of the
+// first two holds and the memory is below clearBelow.
+func decideFull(wasFull bool, cp store.Capacity, refusedSince int64) bool {
+	if cp.Refused || refusedSince > 0 {
 		return true
 	}
 	if cp.MaxBytes <= 0 {

@@ -36,6 +36,9 @@ func TestDecideFull(t *testing.T) {
 	at := func(used int64) store.Capacity {
 		return store.Capacity{UsedBytes: used, CountedBytes: used, MaxBytes: 100 * mb}
 	}
+	if !decideFull(false, at(60*mb), 3) || !decideFull(true, at(10*mb), 1) {
+		t.Error("commands refused since the last reading do not make the store full")
+	}
 	for _, c := range []struct {
 		name    string
 		wasFull bool
@@ -50,7 +53,7 @@ func TestDecideFull(t *testing.T) {
 		{"full, still above the clear mark", true, at(96 * mb), true},
 		{"full, below the clear mark", true, at(94 * mb), false},
 	} {
-		if got := decideFull(c.wasFull, c.cp); got != c.want {
+		if got := decideFull(c.wasFull, c.cp, 0); got != c.want {
 			t.Errorf("%s: full %t, want %t", c.name, got, c.want)
 		}
 	}

@@ -1,0 +1,86 @@
+package store_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/test/harness"
+)
+
+// TestCapacity reads INFO memory from a standalone server and from every server of a
+// cluster, and its probe write is accepted while there is room.
+func TestCapacity(t *testing.T) {
+	eachServer(t, func(t *testing.T, ctx context.Context, c *store.Client, _ string) {
+		cp, err := c.Capacity(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.UsedBytes <= 0 || cp.CountedBytes > cp.UsedBytes || cp.Addr == "" || cp.Refused || cp.Policy == "" {
+			t.Errorf("capacity %+v", cp)
+		}
+	})
+}
+
+// A server at its maxmemory refuses writes; Capacity counts the refusals (INFO errorstats),
+// a refused flush is told apart from other errors by IsStoreFull, and raising maxmemory
+// makes flushes succeed again.
+func TestCapacityOfAFullServer(t *testing.T) {
+	v, err := harness.StartValkey("--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Stop()
+	c := open(t, v.URL())
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		if _, err := v.Do("SET", "filler:"+strconv.Itoa(i), strings.Repeat("x", 16<<10)); err != nil {
+			if !strings.Contains(err.Error(), "OOM") {
+				t.Fatal(err)
+			}
+			break
+		}
+		if i > 1000 {
+			t.Fatal("the 2mb server never refused a write")
+		}
+	}
+	cp, err := c.Capacity(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The refused 16 KiB SET counted its own argument against maxmemory: the tiny probe
+	// may still fit, the refusal count says writes are being refused.
+	if cp.OOMErrors < 1 || cp.MaxBytes != 2<<20 || cp.Ratio() < 0.95 || cp.Policy != "noeviction" {
+		t.Errorf("full server: %+v (ratio %.3f)", cp, cp.Ratio())
+	}
+	w, err := store.NewWriter(c, series.DefaultLayout(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &series.Histogram{}
+	now := time.Now()
+	if err := h.Add(1<<20, now); err != nil {
+		t.Fatal(err)
+	}
+	up := []series.WindowUpdate{{Series: series.SeriesID{Profile: newProfile(), Container: "app", Resource: series.ResourceMemory,
+		Signal: series.SignalUsage}, Start: series.WindowStart(now, series.DefaultWindow), Hist: h}}
+	if err := w.Flush(ctx, up); !store.IsStoreFull(err) {
+		t.Fatalf("flush into a full server: %v", err)
+	}
+	if after, err := c.Capacity(ctx, time.Now()); err != nil || after.OOMErrors <= cp.OOMErrors {
+		t.Errorf("the refused flush is not counted: %d → %d refusals (%v)", cp.OOMErrors, after.OOMErrors, err)
+	}
+	if _, err := v.Do("CONFIG", "SET", "maxmemory", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := c.Capacity(ctx, time.Now()); err != nil || cp.Refused || cp.MaxBytes != 0 {
+		t.Errorf("after maxmemory 0: %+v %v", cp, err)
+	}
+	if err := w.Flush(ctx, up); err != nil {
+		t.Errorf("flush after maxmemory 0: %v", err)
+	}
+}
