@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,5 +83,86 @@ func TestCapacityOfAFullServer(t *testing.T) {
 	}
 	if err := w.Flush(ctx, up); err != nil {
 		t.Errorf("flush after maxmemory 0: %v", err)
+	}
+}
+
+// A store full of windows (a backlog the control plane has not folded yet) still lets the
+// reader fold them: the compaction script runs with allow-oom and frees far more than it
+// writes, so the refused agent writes fit again. Without it every read of a full store
+// failed and only expiry (the retention window) made room.
+func TestCompactionFreesAFullStore(t *testing.T) {
+	v, err := harness.StartValkey("--maxmemory", "3mb", "--maxmemory-policy", "noeviction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Stop()
+	c := open(t, v.URL())
+	ctx := context.Background()
+	layout := series.DefaultLayout(0)
+	w, err := store.NewWriter(c, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	first := series.WindowStart(now.Add(-25*time.Hour), layout.Window)
+	var profiles []string
+	var refused []series.WindowUpdate
+	for len(refused) == 0 && len(profiles) < 500 {
+		p := newProfile()
+		profiles = append(profiles, p)
+		var ups []series.WindowUpdate
+		for i := range 96 { // a day of closed windows of one series
+			start := first.Add(time.Duration(i) * layout.Window)
+			h := &series.Histogram{}
+			for j := range 3 {
+				if err := h.Add(float64(100+i+j)*(1<<20), start.Add(time.Duration(j)*time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ups = append(ups, series.WindowUpdate{Series: series.SeriesID{Profile: p, Container: "app",
+				Resource: series.ResourceMemory, Signal: series.SignalUsage}, Start: start, Hist: h})
+		}
+		var fe *store.FlushError
+		switch err := w.Flush(ctx, ups); {
+		case err == nil:
+		case errors.As(err, &fe) && store.IsStoreFull(err):
+			for _, i := range fe.Failed {
+				refused = append(refused, ups[i])
+			}
+		default:
+			t.Fatal(err)
+		}
+	}
+	if len(refused) == 0 {
+		t.Fatal("the 3mb store never refused a flush")
+	}
+	full, err := c.Capacity(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.NewReader(c, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range profiles {
+		hs, err := r.Read(ctx, p, now)
+		if err != nil {
+			t.Fatalf("reading %s from a full store: %v", p, err)
+		}
+		if i < len(profiles)-1 && len(hs) != 1 { // the last one's windows may all be refused
+			t.Fatalf("profile %s: %d series", p, len(hs))
+		}
+	}
+	after, err := c.Capacity(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d profiles × 96 windows filled the store to %d B; folding them left %d B (%d windows compacted)",
+		len(profiles), full.UsedBytes, after.UsedBytes, r.Stats().Compacted)
+	if after.UsedBytes >= full.UsedBytes*3/4 || after.Refused {
+		t.Errorf("compaction did not make room: %+v → %+v", full, after)
+	}
+	if err := w.Flush(ctx, refused); err != nil {
+		t.Errorf("the refused windows after compaction: %v", err)
 	}
 }
