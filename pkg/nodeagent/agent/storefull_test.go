@@ -34,6 +34,7 @@ func TestFlushWhileStoreFull(t *testing.T) {
 	a.st.mu.Lock()
 	a.st.setPodsLocked(pods, start)
 	a.st.mu.Unlock()
+	a.since.Store(start.UnixNano()) // a sampling turn completed: heartbeats are written
 	var recorded int64
 	// One sample per series in a new window each turn: every turn adds a window per series.
 	record := func(at time.Time) {
@@ -76,6 +77,9 @@ func TestFlushWhileStoreFull(t *testing.T) {
 	a.flushOnce(ctx, now)
 	if refused() <= before || a.buf.Stats().Filed < held {
 		t.Fatalf("second refused flush: store_full %v → %v, held %d → %d", before, refused(), held, a.buf.Stats().Filed)
+	}
+	if n := testutil.ToFloat64(a.m.flushes.WithLabelValues("heartbeat_error")); n != 0 {
+		t.Errorf("%v heartbeats refused by the full store: every node would look gone", n)
 	}
 	for r, n := range a.buf.Stats().Dropped {
 		if n != 0 {

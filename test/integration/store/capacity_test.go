@@ -75,6 +75,14 @@ func TestCapacityOfAFullServer(t *testing.T) {
 	if after, err := c.Capacity(ctx, time.Now()); err != nil || after.OOMErrors <= cp.OOMErrors {
 		t.Errorf("the refused flush is not counted: %d → %d refusals (%v)", cp.OOMErrors, after.OOMErrors, err)
 	}
+	// Heartbeats still get through: a full store must not make every node look gone.
+	hb := series.Heartbeat{Node: "node-1", Version: "test", Signals: []string{"cpu"}, Since: now.Add(-time.Minute), At: now, TTL: 30 * time.Second}
+	if err := w.Heartbeat(ctx, hb); err != nil {
+		t.Errorf("heartbeat into a full server: %v", err)
+	}
+	if got, err := v.Do("HEXISTS", series.HeartbeatsKey(), "node-1"); err != nil || got != "1" {
+		t.Errorf("heartbeat not stored: %q %v", got, err)
+	}
 	if _, err := v.Do("CONFIG", "SET", "maxmemory", "0"); err != nil {
 		t.Fatal(err)
 	}
