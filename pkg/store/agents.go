@@ -28,17 +28,26 @@ func (w *Writer) Heartbeat(ctx context.Context, hb series.Heartbeat) error {
 	if err != nil {
 		return fmt.Errorf("writing heartbeat: %w", err)
 	}
-	key := series.HeartbeatsKey()
-	res := w.c.DoMulti(ctx,
-		w.c.B().Hset().Key(key).FieldValue().FieldValue(hb.Node, enc).Build(),
-		w.c.B().Expire().Key(key).Seconds(int64(heartbeatKeep.Seconds())).Build())
-	for _, r := range res {
-		if err := r.Error(); err != nil {
-			return fmt.Errorf("writing heartbeat of %s: %w", hb.Node, err)
-		}
+	call := scriptCall{keys: []string{series.HeartbeatsKey()},
+		args: []string{hb.Node, enc, strconv.FormatInt(int64(heartbeatKeep.Seconds()), 10)}}
+	res, _ := heartbeatScript.run(ctx, w.c, []scriptCall{call})
+	if err := res[0].Error(); err != nil {
+		return fmt.Errorf("writing heartbeat of %s: %w", hb.Node, err)
 	}
 	return nil
 }
+
+// heartbeatScript replaces a node's heartbeat and refreshes the key's expiry. It runs with
+// flags=allow-oom: a heartbeat replaces one record of the same size, and a store at its
+// maxmemory (refusing the agent's windows) must not also make every node look gone, which
+// would move their pods to the fallback source and flip every profile's AgentCoverage.
+//
+//	KEYS[1] heartbeats  ARGV[1] node  ARGV[2] record  ARGV[3] expiry (s)
+var heartbeatScript = newScript(`#!lua flags=allow-oom
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+`)
 
 // Heartbeats reads every node agent's newest heartbeat, live or not, keyed by node. Records
 // that cannot be decoded are skipped and returned in bad (by node) so the caller can say so

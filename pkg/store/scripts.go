@@ -149,7 +149,12 @@ return res
 //
 // Reply: {epoch before, epoch after, {rollup member, ...} written, number of windows
 // compacted, {rollup member, ...} of skipped groups, number of stale 'n' groups}.
-var compactScript = newScript(`
+//
+// It runs with flags=allow-oom: a compaction frees far more than it writes (a day of a
+// series' windows, ~26 KB, folds into one rollup of a few hundred bytes), so a store at its
+// maxmemory, which refuses the agents' writes, can still fold its backlog and make room
+// (docs/store.md). Valkey then requires every key in KEYS, which the script already does.
+var compactScript = newScript(`#!lua flags=allow-oom
 local before = tonumber(redis.call('GET', KEYS[1]) or '0')
 local current = (before == tonumber(ARGV[5]))
 local a = 6

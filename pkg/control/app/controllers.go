@@ -123,6 +123,9 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	cs.Profiles.SetWorkers(o.ProfileWorkers)
 	cs.Enrollment.SetWorkers(o.EnrollmentWorkers)
 	cs.Profiles.SetEvents(d.Events)
+	if src, ok := d.Store.(profiles.CapacitySource); ok {
+		cs.Profiles.SetStoreWatch(profiles.NewStoreWatch(src, d.Clock, o.StoreCapacityInterval, d.Registry, d.log(ComponentCollector)))
+	}
 	cs.Cluster.SetResolver(d.Resolver)
 	cs.Namespaced.SetResolver(d.Resolver)
 	cs.Enrollment.SetEvents(d.Events)

@@ -66,6 +66,9 @@ type Options struct {
 	// alone moved is written; acted-on changes are written at once (profiles.ShouldWriteStatus).
 	// 0 writes every material change.
 	StatusRefreshInterval time.Duration
+	// StoreCapacityInterval is how often the store's memory is read (ballast_store_used_bytes,
+	// the StoreFull condition of profiles).
+	StoreCapacityInterval time.Duration
 	// FallbackEphemeralStorage reads those pods' ephemeral storage from the kubelet Summary
 	// API through the API server's node proxy (get on nodes/proxy).
 	FallbackEphemeralStorage bool
@@ -114,6 +117,7 @@ func NewOptions() *Options {
 		PressureRaiseThreshold: 100 * resize.DefaultPressureThreshold,
 		PressureRaiseSustain:   resize.DefaultPressureSustain,
 		StatusRefreshInterval:  profiles.DefaultStatusRefresh,
+		StoreCapacityInterval:  profiles.DefaultStoreCapacityInterval,
 		ProfileWorkers:         profiles.DefaultWorkers,
 		EnrollmentWorkers:      enrollment.DefaultWorkers,
 	}
@@ -149,6 +153,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.PressureRaiseThreshold, "pressure-raise-threshold", o.PressureRaiseThreshold, "percent of the time a resize-mode container may be stalled on memory (PSI, or eBPF reclaim stall on cgroup v1) before it is raised in place at once; 0 turns the pressure fast raise off")
 	fs.DurationVar(&o.PressureRaiseSustain, "pressure-raise-sustain", o.PressureRaiseSustain, "how long the memory pressure must stay at or above --pressure-raise-threshold without a break")
 	fs.DurationVar(&o.StatusRefreshInterval, "status-refresh-interval", o.StatusRefreshInterval, "how often, at most, a WorkloadProfile's status is written when only its usage statistics moved (and recommendations by no more than 1 %); state, counts, conditions and larger recommendation changes are written at once; 0 writes every change")
+	fs.DurationVar(&o.StoreCapacityInterval, "store-capacity-interval", o.StoreCapacityInterval, "how often the store's memory is read (INFO memory and a no-op write; ballast_store_used_bytes, ballast_store_max_bytes and the profiles' StoreFull condition); the store user needs INFO")
 	fs.BoolVar(&o.LogStdout, "log-stdout", o.LogStdout, "write logs (to stderr); false discards them")
 	fs.BoolVar(&o.Fallback, "fallback", o.Fallback, "measure enrolled pods on nodes without a live node agent through metrics.k8s.io (needs metrics-server or another provider, and get/list on pods.metrics.k8s.io)")
 	fs.DurationVar(&o.FallbackInterval, "fallback-interval", o.FallbackInterval, "how often metrics.k8s.io is read for pods on nodes without a live node agent (each reading is written once; the metrics API's own resolution bounds the sample rate)")

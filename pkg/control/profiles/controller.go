@@ -60,6 +60,8 @@ type Controller struct {
 	workers int
 	// passes keeps one pass per profile at a time.
 	passes keyedMutex
+	// storeWatch says whether the store is full (storefull.go; nil: no StoreFull condition).
+	storeWatch *StoreWatch
 }
 
 // DefaultWorkers is the profiles controller's default concurrency: a reconcile waits mostly
@@ -112,6 +114,7 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 		logr.FromContextOrDiscard(ctx).Error(err, "computing profile statistics; keeping the last recommendations", "profile", wp.Name)
 		interval = c.retry
 	}
+	c.applyStoreFull(next, wp.Generation)
 	if requeue == 0 || (interval > 0 && interval < requeue) {
 		requeue = interval
 	}

@@ -57,7 +57,7 @@ func transitions(wp *ballastv1.WorkloadProfile, next *ballastv1.WorkloadProfileS
 	for _, b := range oomBumps(old.Containers, next.Containers) {
 		ev(corev1.EventTypeWarning, EventOOMBump, b)
 	}
-	return out
+	return append(out, storeFullEvents(wp, next)...)
 }
 
 func isTrue(conds []metav1.Condition, t string) bool {

@@ -51,7 +51,8 @@ func (podProfiles) Generic(_ context.Context, e event.GenericEvent, q workqueue.
 }
 
 // Register wires the triggers: profiles themselves, bound pods, policies and sources (any
-// change may change statistics or cadence), and BallastConfig changes (retention, TTL).
+// change may change statistics or cadence), BallastConfig changes (retention, TTL), and the
+// store becoming full or writable again (StoreFull).
 func (c *Controller) Register(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(c.allProfiles)
 	cfgChanged := make(chan event.GenericEvent, 1)
@@ -61,7 +62,14 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		default:
 		}
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if c.storeWatch != nil {
+		if err := mgr.Add(c.storeWatch); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Channel(c.storeWatch.changed, all))
+	}
+	return b.
 		Named("profiles").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, c.workers)}).
 		For(&ballastv1.WorkloadProfile{}, builder.WithPredicates(notOwnStatus)).

@@ -28,7 +28,7 @@ const benchPods, benchContainers = 110, 2
 // node and returns an agent reading it and the pods, all sampled at interval. Every pod has
 // a profile of its own, the worst case for the number of series (replicas of one workload
 // on a node share their series).
-func benchNode(b *testing.B, interval time.Duration) (*Agent, []discovery.Pod) {
+func benchNode(b testing.TB, interval time.Duration) (*Agent, []discovery.Pod) {
 	b.Helper()
 	tree, err := cgroupfixture.New(b.TempDir())
 	if err != nil {

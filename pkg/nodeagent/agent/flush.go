@@ -34,6 +34,8 @@ type storeStatus struct {
 	consecutiveFailures int
 	flushedWindows      int64
 	flushedSamples      int64
+	// full: the last flush was refused because the store is at its maxmemory.
+	full bool
 }
 
 // writer returns the Writer for layout l, connecting first if needed.
@@ -55,13 +57,29 @@ func (s *storeConn) failed(at time.Time, err error) (msg string, changed bool) {
 }
 
 func (s *storeConn) succeeded(at time.Time, d time.Duration, windows int, samples int64) {
+	s.wrote(windows, samples)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.status.connected = true
 	s.status.lastFlush, s.status.lastFlushDur, s.status.lastFlushWindows = at, d, windows
 	s.status.consecutiveFailures = 0
+}
+
+// wrote counts windows and samples the store applied.
+func (s *storeConn) wrote(windows int, samples int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.status.flushedWindows += int64(windows)
 	s.status.flushedSamples += samples
+}
+
+// setFull records whether the store refuses writes for lack of memory and reports a change.
+func (s *storeConn) setFull(full bool) (changed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed = s.status.full != full
+	s.status.full = full
+	return changed
 }
 
 func (s *storeConn) snapshot() storeStatus {
@@ -204,12 +222,26 @@ func (a *Agent) flushBatch(ctx context.Context, w *store.Writer, l series.Layout
 		// error; keeping it loses nothing at the rare risk of counting it twice.
 		a.buf.Return(retry)
 		msg, _ := a.store.failed(now, err)
+		a.store.wrote(windows, samples) // the batch's applied part (a store filling up mid-batch)
 		a.m.storeUp.Set(0)
+		if store.IsStoreFull(err) {
+			// Valkey is at its maxmemory and refuses every write: nothing of the batch was
+			// applied. Said once when it starts, not every flush.
+			a.m.flushes.WithLabelValues(flushStoreFull).Inc()
+			if a.store.setFull(true) {
+				a.log.Error(nil, "the store is full (maxmemory): windows stay in the bounded buffer and every flush retries; raise the store's maxmemory",
+					"failed", len(retry), "of", len(valid), "buffered", a.buf.Stats().Filed, "error", msg)
+			}
+			return false
+		}
 		a.m.flushes.WithLabelValues("error").Inc()
 		a.log.V(1).Info("flush failed, windows kept", "failed", len(retry), "of", len(valid), "error", msg)
 		return false
 	}
 	a.store.succeeded(now, d, windows, samples)
+	if a.store.setFull(false) {
+		a.log.Info("the store accepts writes again: buffered windows are being flushed", "buffered", a.buf.Stats().Filed)
+	}
 	a.m.storeUp.Set(1)
 	a.m.flushes.WithLabelValues("ok").Inc()
 	return true

@@ -15,6 +15,9 @@ const (
 	sourceOOM     = "oom"
 )
 
+// flushStoreFull is the result of a flush batch the store refused for lack of memory.
+const flushStoreFull = "store_full"
+
 // metrics are ballast-node's own instruments (SPEC §11.2: the ballast_node_ prefix); the
 // per-source ones (cycle duration, source errors, source up) are source.Units'.
 type metrics struct {
@@ -56,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ballast_node_flushes_total",
-			Help: "Flush batches by result: ok, error (Valkey failed; windows kept), unavailable (no connection).",
+			Help: "Flush batches by result: ok, error (Valkey failed; windows kept), store_full (Valkey at its maxmemory refused the writes; windows kept), unavailable (no connection), heartbeat_error.",
 		}, []string{"result"}),
 		flushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ballast_node_flush_duration_seconds",

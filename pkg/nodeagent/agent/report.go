@@ -20,7 +20,7 @@ func (a *Agent) report(f debug.Filter) debug.Report {
 		Node: a.o.NodeName, Time: now, OOMQueued: a.oomq.len(),
 		Store: debug.StoreReport{URL: store.RedactURL(a.o.RedisURL), Connected: ss.connected, LastFlush: ss.lastFlush,
 			LastFlushWindows: ss.lastFlushWindows, LastError: ss.lastErr, LastErrorAt: ss.lastErrAt,
-			ConsecutiveFailures: ss.consecutiveFailures, FlushedWindows: ss.flushedWindows, FlushedSamples: ss.flushedSamples},
+			ConsecutiveFailures: ss.consecutiveFailures, FlushedWindows: ss.flushedWindows, FlushedSamples: ss.flushedSamples, Full: ss.full},
 		Buffer: debug.BufferReport{Filed: bs.Filed, FiledLimit: bs.Limits.Filed, Pending: bs.Pending,
 			PendingLimit: bs.Limits.Pending, Dropped: bs.Dropped, DroppedSamples: bs.DroppedSamples},
 	}

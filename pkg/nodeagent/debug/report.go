@@ -45,6 +45,8 @@ type StoreReport struct {
 	ConsecutiveFailures int       `json:"consecutiveFailures"`
 	FlushedWindows      int64     `json:"flushedWindows"`
 	FlushedSamples      int64     `json:"flushedSamples"`
+	// Full: the last flush was refused because the store is at its maxmemory.
+	Full bool `json:"full,omitempty"`
 }
 
 // BufferReport is the local buffer's fill and drops.

@@ -31,6 +31,9 @@ func WriteText(w io.Writer, r Report) error {
 	p("valkey:  %s %s  last flush %s (%d windows, %s)  consecutive failures %d  written %d windows / %d samples",
 		st.URL, state, ago(st.LastFlush), st.LastFlushWindows, orDash(st.LastFlushDuration), st.ConsecutiveFailures,
 		st.FlushedWindows, st.FlushedSamples)
+	if st.Full {
+		p("         store FULL (maxmemory): flushes are refused, windows stay buffered")
+	}
 	if st.LastError != "" {
 		p("         last error %s: %s", ago(st.LastErrorAt), st.LastError)
 	}

@@ -25,6 +25,11 @@ const (
 	// longer back: the store lost its history (reason StoreReset) and the last good
 	// recommendations are kept until the history re-accrues; removed then.
 	ConditionStale = "Stale"
+	// ConditionStoreFull is True while the store refuses writes for lack of memory (used
+	// memory at its maxmemory): node agents keep their windows buffered and retry, and no
+	// new history is recorded. Its message gives the used and maximum bytes. Removed once
+	// the store accepts writes again.
+	ConditionStoreFull = "StoreFull"
 
 	ReasonValid             = "Valid"
 	ReasonSamplesCollected  = "SamplesCollected"
@@ -38,6 +43,8 @@ const (
 	ReasonMetricsAPIUnavailable     = "MetricsAPIUnavailable"
 	ReasonFallbackDisabled          = "FallbackDisabled"
 	ReasonStoreReset                = "StoreReset"
+	// ReasonMaxMemoryReached is StoreFull's reason.
+	ReasonMaxMemoryReached = "MaxMemoryReached"
 )
 
 // Policy kinds as they appear in PolicyRef.
