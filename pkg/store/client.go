@@ -46,16 +46,27 @@ func OpenConfig(cfg Config) (*Client, error) {
 	return &Client{c: c}, nil
 }
 
-// authHint explains the server's answers to missing or wrong credentials.
+// authHint explains the server's answers to missing or wrong credentials at connect.
 func authHint(err error) string {
 	msg := err.Error()
 	switch {
-	case strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "NOPERM"):
+	case strings.Contains(msg, "NOAUTH"):
 		return "the store requires a password (give --store-password-file or " + PasswordEnv + ")"
+	case strings.Contains(msg, "NOPERM"):
+		return "the store requires a password, or the store user may not run a command the client sends " +
+			"(check --store-username and the user's ACL)"
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
 		return "the store refused the credentials (check the password file or Secret)"
 	}
 	return ""
+}
+
+// refusedCredentials reports that the server refused the connection's credentials
+// (WRONGPASS, NOAUTH), which a reconnect with a re-read password file can cure; a
+// command refused by the user's ACL (NOPERM) cannot, so it does not count.
+func refusedCredentials(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "invalid password")
 }
 
 // Ping checks that the store answers.

@@ -157,5 +157,8 @@ func Options(rawURL string) (valkey.ClientOption, error) {
 	if err != nil {
 		return valkey.ClientOption{}, r.Error(fmt.Errorf("store URL %s: %w", shown, err))
 	}
+	// No client-side caching (nothing is read through it): the handshake then sends no
+	// CLIENT TRACKING, which the agent's ACL user may not run.
+	opt.DisableCache = true
 	return opt, nil
 }

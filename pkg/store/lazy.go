@@ -113,7 +113,7 @@ func (z *Lazy) Check(err error) error {
 	if err == nil {
 		return nil
 	}
-	if authHint(err) != "" {
+	if refusedCredentials(err) {
 		z.mu.Lock()
 		if z.client != nil {
 			z.client.Close()

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/store"
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
@@ -230,12 +231,17 @@ func valkeyCLI(ctx context.Context, addr string, args ...string) (string, error)
 			return "", err
 		}
 	}
-	cmd := exec.CommandContext(ctx, bin, append([]string{"-h", host, "-p", port, "--no-raw"}, args...)...)
 	valkeyAuthMu.Lock()
-	if pw := valkeyAuth[addr]; pw != "" {
-		cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+pw) // the chart's Valkey requires its password
-	}
+	pw := valkeyAuth[addr]
 	valkeyAuthMu.Unlock()
+	base := []string{"-h", host, "-p", port, "--no-raw"}
+	if pw != "" {
+		base = append(base, "--user", store.ControlUser) // the chart's Valkey has no default user
+	}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	if pw != "" {
+		cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+pw) // the control plane's password
+	}
 	b, err := cmd.CombinedOutput()
 	out := string(b)
 	if err != nil {

@@ -170,7 +170,7 @@ seccompProfile:
 - --webhook-dns-names={{ include "ballast.webhookServiceName" . }}.{{ .Release.Namespace }}.svc,{{ include "ballast.webhookServiceName" . }}.{{ .Release.Namespace }}.svc.cluster.local
 {{- end }}
 - --redis-url={{ include "ballast.redisURL" . }}
-{{- include "ballast.store.args" . }}
+{{- include "ballast.store.args" (dict "root" . "component" "control") }}
 - --log-level={{ .Values.logging.level }}
 - --log-format={{ .Values.logging.format }}
 {{- range $component := list "webhook" "watcher" "collector" "adjuster" }}
@@ -255,7 +255,7 @@ $(VAR) references are expanded by the kubelet.
 {{- if not .Values.agent.debug.enabled }}
 - --debug-bind-address=0
 {{- end }}
-{{- include "ballast.store.args" . }}
+{{- include "ballast.store.args" (dict "root" . "component" "agent") }}
 {{- end -}}
 
 {{- define "ballast.agent.env" -}}
@@ -308,25 +308,50 @@ decimal and binary suffixes and e-notation: "1Gi", "1.5G", "500Mi", "1e9", "1073
 {{- end -}}
 
 {{/*
-The Secret holding the store password both binaries mount ("" when the store needs none):
-the subchart's (generated <release>-valkey-auth or valkey.auth.existingSecret), or
-store.auth.existingSecret for an external store.
+The Secret holding a binary's store password ("" when the store needs none), for
+(dict "root" . "component" "agent"|"control"): with the subchart, that identity's own Secret
+(generated <release>-valkey-agent-auth / <release>-valkey-auth, or
+valkey.auth.agentExistingSecret / existingSecret); for an external store
+store.auth.existingSecret, shared by both.
 */}}
 {{- define "ballast.storeAuthSecret" -}}
-{{- if .Values.valkey.enabled -}}
-{{- if .Values.valkey.auth.enabled -}}
-{{- default (printf "%s-valkey-auth" .Release.Name) .Values.valkey.auth.existingSecret -}}
+{{- $v := .root.Values -}}
+{{- if $v.valkey.enabled -}}
+{{- if $v.valkey.auth.enabled -}}
+{{- if eq .component "agent" -}}
+{{- default (printf "%s-valkey-agent-auth" .root.Release.Name) $v.valkey.auth.agentExistingSecret -}}
+{{- else -}}
+{{- default (printf "%s-valkey-auth" .root.Release.Name) $v.valkey.auth.existingSecret -}}
+{{- end -}}
 {{- end -}}
 {{- else -}}
-{{- .Values.store.auth.existingSecret -}}
+{{- $v.store.auth.existingSecret -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "ballast.storeAuthKey" -}}
-{{- if .Values.valkey.enabled -}}
-{{- if .Values.valkey.auth.existingSecret -}}{{ .Values.valkey.auth.existingSecretPasswordKey }}{{- else -}}password{{- end -}}
+{{- $v := .root.Values -}}
+{{- if $v.valkey.enabled -}}
+{{- if eq .component "agent" -}}
+{{- if $v.valkey.auth.agentExistingSecret -}}{{ $v.valkey.auth.agentExistingSecretPasswordKey }}{{- else -}}password{{- end -}}
 {{- else -}}
-{{- .Values.store.auth.passwordKey -}}
+{{- if $v.valkey.auth.existingSecret -}}{{ $v.valkey.auth.existingSecretPasswordKey }}{{- else -}}password{{- end -}}
+{{- end -}}
+{{- else -}}
+{{- $v.store.auth.passwordKey -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The store ACL user of a binary ((dict "root" . "component" ...)): the subchart's user of
+that identity, or store.auth.username for an external store ("" = the URL's, else default). */}}
+{{- define "ballast.storeUsername" -}}
+{{- $v := .root.Values -}}
+{{- if $v.valkey.enabled -}}
+{{- if $v.valkey.auth.enabled -}}
+{{- if eq .component "agent" -}}{{ $v.valkey.auth.agentUsername }}{{- else -}}{{ $v.valkey.auth.controlUsername }}{{- end -}}
+{{- end -}}
+{{- else -}}
+{{- $v.store.auth.username -}}
 {{- end -}}
 {{- end -}}
 
@@ -335,33 +360,36 @@ store.auth.existingSecret for an external store.
 {{- if not .Values.valkey.enabled -}}{{ .Values.store.tls.existingSecret }}{{- end -}}
 {{- end -}}
 
-{{/* Store flags shared by both binaries: credentials as a mounted file, TLS files. */}}
+{{/* Store flags of a binary ((dict "root" . "component" ...)): its user, its credentials as a
+mounted file, TLS files. */}}
 {{- define "ballast.store.args" -}}
+{{- $root := .root -}}
 {{- if include "ballast.storeAuthSecret" . }}
 - --store-password-file=/etc/ballast/store-auth/password
 {{- end }}
-{{- if and (not .Values.valkey.enabled) .Values.store.auth.username }}
-- --store-username={{ .Values.store.auth.username }}
+{{- with include "ballast.storeUsername" . }}
+- --store-username={{ . }}
 {{- end }}
-{{- if include "ballast.storeTLSSecret" . }}
+{{- if include "ballast.storeTLSSecret" $root }}
 - --store-tls-ca-file=/etc/ballast/store-tls/ca.crt
-{{- if .Values.store.tls.clientCertificate }}
+{{- if $root.Values.store.tls.clientCertificate }}
 - --store-tls-cert-file=/etc/ballast/store-tls/tls.crt
 - --store-tls-key-file=/etc/ballast/store-tls/tls.key
 {{- end }}
 {{- end }}
-{{- if and (not .Values.valkey.enabled) .Values.store.tls.serverName }}
-- --store-tls-server-name={{ .Values.store.tls.serverName }}
+{{- if and (not $root.Values.valkey.enabled) $root.Values.store.tls.serverName }}
+- --store-tls-server-name={{ $root.Values.store.tls.serverName }}
 {{- end }}
 {{- end -}}
 
 {{- define "ballast.store.volumeMounts" -}}
+{{- $root := .root -}}
 {{- if include "ballast.storeAuthSecret" . }}
 - name: store-auth
   mountPath: /etc/ballast/store-auth
   readOnly: true
 {{- end }}
-{{- if include "ballast.storeTLSSecret" . }}
+{{- if include "ballast.storeTLSSecret" $root }}
 - name: store-tls
   mountPath: /etc/ballast/store-tls
   readOnly: true
@@ -369,6 +397,7 @@ store.auth.existingSecret for an external store.
 {{- end -}}
 
 {{- define "ballast.store.volumes" -}}
+{{- $root := .root -}}
 {{- if include "ballast.storeAuthSecret" . }}
 - name: store-auth
   secret:
@@ -378,15 +407,15 @@ store.auth.existingSecret for an external store.
       - key: {{ include "ballast.storeAuthKey" . }}
         path: password
 {{- end }}
-{{- with include "ballast.storeTLSSecret" . }}
+{{- with include "ballast.storeTLSSecret" $root }}
 - name: store-tls
   secret:
     secretName: {{ . }}
     defaultMode: 0444
     items:
-      - key: {{ $.Values.store.tls.caKey }}
+      - key: {{ $root.Values.store.tls.caKey }}
         path: ca.crt
-      {{- if $.Values.store.tls.clientCertificate }}
+      {{- if $root.Values.store.tls.clientCertificate }}
       - key: tls.crt
         path: tls.crt
       - key: tls.key

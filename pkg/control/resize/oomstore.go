@@ -2,21 +2,18 @@ package resize
 
 import (
 	"context"
-	"sync"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
 
-// StoreOOM reads OOM streams from the store at a URL, connecting lazily so the control
-// plane starts and keeps running while the store is unreachable.
+// StoreOOM reads OOM streams from the store through a store.Lazy, so the control plane
+// starts and keeps running while the store is unreachable, and reconnects with the
+// re-read password file after the store refused the credentials (a rotated Secret):
+// the OOM and pressure fast raises recover from a rotation without a restart.
 type StoreOOM struct {
-	cfg store.Config
-
-	mu     sync.Mutex
-	client *store.Client
-	rd     *store.Reader
+	lazy *store.Lazy
 }
 
 // NewStoreOOM returns an OOM (and pressure, pressurestore.go) source for the store at url
@@ -24,41 +21,23 @@ type StoreOOM struct {
 func NewStoreOOM(url string) *StoreOOM { return NewStoreOOMConfig(store.Config{URL: url}) }
 
 // NewStoreOOMConfig returns an OOM (and pressure) source for the store cfg names.
-func NewStoreOOMConfig(cfg store.Config) *StoreOOM { return &StoreOOM{cfg: cfg} }
+func NewStoreOOMConfig(cfg store.Config) *StoreOOM { return &StoreOOM{lazy: store.NewLazyConfig(cfg)} }
 
 // ReadOOM implements OOMSource.
 func (s *StoreOOM) ReadOOM(ctx context.Context, profile, afterID string) ([]store.OOMRecord, error) {
-	r, err := s.connect()
+	r, err := s.reader()
 	if err != nil {
-		return nil, err
+		return nil, s.lazy.Check(err)
 	}
-	return r.ReadOOM(ctx, profile, afterID)
+	recs, err := r.ReadOOM(ctx, profile, afterID)
+	return recs, s.lazy.Check(err)
 }
 
-// connect opens the connection on first use.
-func (s *StoreOOM) connect() (*store.Reader, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.rd == nil {
-		c, err := store.OpenConfig(s.cfg)
-		if err != nil {
-			return nil, err
-		}
-		r, err := store.NewReader(c, series.DefaultLayout(ballastv1.DefaultRetentionWindow))
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
-		s.client, s.rd = c, r
-	}
-	return s.rd, nil
+// reader returns the Reader of the default layout (stream reads do not depend on the
+// retention window), connecting first if needed.
+func (s *StoreOOM) reader() (*store.Reader, error) {
+	return s.lazy.Reader(series.DefaultLayout(ballastv1.DefaultRetentionWindow))
 }
 
 // Close releases the connection.
-func (s *StoreOOM) Close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.client != nil {
-		s.client.Close()
-	}
-}
+func (s *StoreOOM) Close() { s.lazy.Close() }

@@ -8,9 +8,10 @@ import (
 
 // ReadPressure implements PressureSource over the same lazy connection as ReadOOM.
 func (s *StoreOOM) ReadPressure(ctx context.Context, profile, afterID string) ([]store.PressureRecord, error) {
-	r, err := s.connect()
+	r, err := s.reader()
 	if err != nil {
-		return nil, err
+		return nil, s.lazy.Check(err)
 	}
-	return r.ReadPressure(ctx, profile, afterID)
+	recs, err := r.ReadPressure(ctx, profile, afterID)
+	return recs, s.lazy.Check(err)
 }

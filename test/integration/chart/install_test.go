@@ -86,6 +86,8 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	caBundle := mwc.Webhooks[0].ClientConfig.CABundle
 	storePassword := valkeyPassword(t, cx)
+	agentPassword := secretPassword(t, cx, release+"-valkey-agent-auth")
+	valkeyChecksums := valkeyAuthChecksums(t, cx)
 
 	// Upgrade with a changed value.
 	if out, err := helmDo("upgrade", release, chartDir(), "--set", "logging.level=debug"); err != nil {
@@ -116,6 +118,12 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 
 	if got := valkeyPassword(t, cx); got != storePassword {
 		t.Error("the upgrade changed the generated Valkey password (the Secret must be looked up and kept)")
+	}
+	if got := secretPassword(t, cx, release+"-valkey-agent-auth"); got != agentPassword || got == storePassword {
+		t.Error("the upgrade changed the agents' Valkey password, or it equals the control plane's")
+	}
+	if got := valkeyAuthChecksums(t, cx); got != valkeyChecksums || got[0] == "" {
+		t.Errorf("the upgrade changed the Valkey pod's password checksums %q to %q: it would restart Valkey for nothing", valkeyChecksums, got)
 	}
 
 	checkLiveStorageGuards(t, cx, helmDo)
@@ -267,6 +275,7 @@ func checkUninstalled(t *testing.T, cx context.Context) {
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ballast-webhook"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ballast-valkey"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ballast-valkey-auth"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ballast-valkey-agent-auth"}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fullname}},
 		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fullname}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: fullname}},
@@ -323,4 +332,25 @@ func valkeyPassword(t *testing.T, cx context.Context) string {
 		t.Fatalf("generated Valkey password has %d characters, want ≥ 32", len(pw))
 	}
 	return pw
+}
+
+// secretPassword is the password in one of the chart's generated Secrets.
+func secretPassword(t *testing.T, cx context.Context, name string) string {
+	t.Helper()
+	sec := &corev1.Secret{}
+	if err := srv.Kube.Client.Get(cx, client.ObjectKey{Namespace: namespace, Name: name}, sec); err != nil {
+		t.Fatalf("the generated Secret %s: %v", name, err)
+	}
+	return string(sec.Data["password"])
+}
+
+// valkeyAuthChecksums are the Valkey pod template's password checksums (agent, control).
+func valkeyAuthChecksums(t *testing.T, cx context.Context) [2]string {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := srv.Kube.Client.Get(cx, client.ObjectKey{Namespace: namespace, Name: "ballast-valkey"}, d); err != nil {
+		t.Fatal(err)
+	}
+	a := d.Spec.Template.Annotations
+	return [2]string{a["checksum/auth-agent"], a["checksum/auth-control"]}
 }

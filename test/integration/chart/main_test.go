@@ -75,10 +75,15 @@ func (h *helm) run(ctx context.Context, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// template renders the chart as release "ballast" in "ballast-system" with extra helm args.
+// offline lets a render without a cluster generate Valkey passwords (the chart otherwise
+// refuses: they would change on every render); later --set arguments override it.
+const offline = "--set=valkey.auth.allowGeneratedPasswordsOffline=true"
+
+// template renders the chart as release "ballast" in "ballast-system" with extra helm args
+// (and offline first).
 func (h *helm) template(t *testing.T, args ...string) (*manifests, error) {
 	t.Helper()
-	out, err := h.run(ctx(t), append([]string{"template", release, chartDir(), "--namespace", namespace}, args...)...)
+	out, err := h.run(ctx(t), append([]string{"template", release, chartDir(), "--namespace", namespace, offline}, args...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func TestRenderCertManagerAuto(t *testing.T) {
 			if slices.Contains(c.args, "--api-versions") {
 				return // helm install has no --api-versions; the objects above cover these cases
 			}
-			out, err := h.run(ctx(t), append([]string{"install", release, chartDir(), "--dry-run=client", "-n", namespace}, c.args...)...)
+			out, err := h.run(ctx(t), append([]string{"install", release, chartDir(), "--dry-run=client", "-n", namespace, offline}, c.args...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

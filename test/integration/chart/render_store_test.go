@@ -1,6 +1,9 @@
 package chart
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 // storeWiring is how one container reaches the store: its args and mounts.
@@ -36,60 +41,90 @@ func storeWiring(t *testing.T, m *manifests, kind, name string) (args []string, 
 	return spec.Containers[0].Args, mounts, vols
 }
 
-// TestRenderLockedStore: by default Valkey requires the generated password, which reaches
-// valkey-server from the Secret and both binaries as a mounted file; a NetworkPolicy admits
-// only Ballast's pods.
+// TestRenderLockedStore: by default Valkey's default user is off and each binary has its own
+// ACL user (pkg/store's rules, verbatim) with a generated password in its own Secret, which
+// reaches valkey-server from the Secret and the binary as a mounted file; a changed password
+// changes the Valkey pod's checksum (a restart); a NetworkPolicy admits only Ballast's pods.
 func TestRenderLockedStore(t *testing.T) {
 	h := newHelm(t)
 	t.Run("defaults", func(t *testing.T) {
 		m := h.mustTemplate(t)
-		sec := &corev1.Secret{}
-		m.decode(t, "Secret", "ballast-valkey-auth", sec)
-		pw := string(sec.Data["password"])
-		if len(pw) != 40 {
-			t.Fatalf("generated password has %d characters, want 40", len(pw))
-		}
-		if again := h.mustTemplate(t); again.has("Secret", "ballast-valkey-auth") {
-			s2 := &corev1.Secret{}
-			again.decode(t, "Secret", "ballast-valkey-auth", s2)
-			if string(s2.Data["password"]) == pw {
-				t.Error("two renders without a cluster produced the same password: it is not random")
+		passwords := map[string]string{}
+		for _, name := range []string{"ballast-valkey-auth", "ballast-valkey-agent-auth"} {
+			sec := &corev1.Secret{}
+			m.decode(t, "Secret", name, sec)
+			passwords[name] = string(sec.Data["password"])
+			if len(passwords[name]) != 40 {
+				t.Fatalf("generated password of %s has %d characters, want 40", name, len(passwords[name]))
 			}
 		}
+		if passwords["ballast-valkey-auth"] == passwords["ballast-valkey-agent-auth"] {
+			t.Error("the agent and the control plane share a password")
+		}
+		pw := passwords["ballast-valkey-auth"]
 		d := &appsv1.Deployment{}
 		m.decode(t, "Deployment", "ballast-valkey", d)
-		c := d.Spec.Template.Spec.Containers[0]
-		if !slices.Equal(c.Command, []string{"valkey-server", "/etc/valkey/valkey.conf", "--requirepass", "$(VALKEY_PASSWORD)"}) {
-			t.Errorf("valkey command %q", c.Command)
+		again := h.mustTemplate(t)
+		s2 := &corev1.Secret{}
+		again.decode(t, "Secret", "ballast-valkey-auth", s2)
+		if string(s2.Data["password"]) == pw {
+			t.Error("two renders without a cluster produced the same password: it is not random")
 		}
-		for _, name := range []string{"VALKEY_PASSWORD", "REDISCLI_AUTH"} {
+		d2 := &appsv1.Deployment{}
+		again.decode(t, "Deployment", "ballast-valkey", d2)
+		for _, k := range []string{"checksum/auth-agent", "checksum/auth-control"} {
+			sec := map[string]string{"checksum/auth-agent": "ballast-valkey-agent-auth", "checksum/auth-control": "ballast-valkey-auth"}[k]
+			sum := sha256.Sum256([]byte(base64.StdEncoding.EncodeToString([]byte(passwords[sec]))))
+			if got := d.Spec.Template.Annotations[k]; got != hex.EncodeToString(sum[:]) {
+				t.Errorf("%s = %q, not the checksum of %s's password", k, got, sec)
+			}
+			if d2.Spec.Template.Annotations[k] == d.Spec.Template.Annotations[k] {
+				t.Errorf("%s did not change with the password: Valkey would keep the old one", k)
+			}
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		want := []string{"valkey-server", "/etc/valkey/valkey.conf", "--user", "default", "off",
+			"--user", store.AgentUser, "on", ">$(VALKEY_AGENT_PASSWORD)"}
+		want = append(want, store.AgentACLRules()...)
+		want = append(append(want, "--user", store.ControlUser, "on", ">$(VALKEY_CONTROL_PASSWORD)"), store.ControlACLRules()...)
+		if !slices.Equal(c.Command, want) {
+			t.Errorf("valkey command\n%q\nwant (pkg/store's rules)\n%q", c.Command, want)
+		}
+		for name, secret := range map[string]string{"VALKEY_AGENT_PASSWORD": "ballast-valkey-agent-auth",
+			"VALKEY_CONTROL_PASSWORD": "ballast-valkey-auth", "REDISCLI_AUTH": "ballast-valkey-auth"} {
 			var ref *corev1.SecretKeySelector
 			for _, e := range c.Env {
 				if e.Name == name && e.ValueFrom != nil {
 					ref = e.ValueFrom.SecretKeyRef
 				}
 			}
-			if ref == nil || ref.Name != "ballast-valkey-auth" || ref.Key != "password" {
-				t.Errorf("env %s: %+v, want the Secret's password", name, ref)
+			if ref == nil || ref.Name != secret || ref.Key != "password" {
+				t.Errorf("env %s: %+v, want %s's password", name, ref, secret)
 			}
+		}
+		if probe := c.ReadinessProbe.Exec.Command; !slices.Contains(probe, "--user") || !slices.Contains(probe, store.ControlUser) {
+			t.Errorf("readiness probe %q does not authenticate as the control user", probe)
 		}
 		cm := &corev1.ConfigMap{}
 		m.decode(t, "ConfigMap", "ballast-valkey", cm)
 		if strings.Contains(cm.Data["valkey.conf"], "requirepass") {
 			t.Error("the password belongs in the Secret, not the ConfigMap")
 		}
-		for _, w := range [][2]string{{"Deployment", fullname}, {"DaemonSet", "ballast-node"}} {
+		for _, w := range [][4]string{{"Deployment", fullname, store.ControlUser, "ballast-valkey-auth"},
+			{"DaemonSet", "ballast-node", store.AgentUser, "ballast-valkey-agent-auth"}} {
 			args, mounts, vols := storeWiring(t, m, w[0], w[1])
-			if !slices.Contains(args, "--store-password-file=/etc/ballast/store-auth/password") {
-				t.Errorf("%s args %q lack the password file", w[1], args)
+			if !slices.Contains(args, "--store-password-file=/etc/ballast/store-auth/password") || !slices.Contains(args, "--store-username="+w[2]) {
+				t.Errorf("%s args %q lack the password file or the user %s", w[1], args, w[2])
 			}
-			if mounts["store-auth"] != "/etc/ballast/store-auth" || vols["store-auth"] == nil || vols["store-auth"].SecretName != "ballast-valkey-auth" {
-				t.Errorf("%s mounts %v volumes %v", w[1], mounts, vols)
+			if mounts["store-auth"] != "/etc/ballast/store-auth" || vols["store-auth"] == nil || vols["store-auth"].SecretName != w[3] {
+				t.Errorf("%s mounts %v volumes %v, want the Secret %s", w[1], mounts, vols, w[3])
 			}
 		}
-		if strings.Contains(m.raw, pw) {
-			// The password may only appear base64-encoded in the Secret.
-			t.Error("the generated password appears in clear text in the rendered manifests")
+		for _, p := range passwords {
+			if strings.Contains(m.raw, p) {
+				// A password may only appear base64-encoded in its Secret.
+				t.Error("a generated password appears in clear text in the rendered manifests")
+			}
 		}
 		np := &networkingv1.NetworkPolicy{}
 		m.decode(t, "NetworkPolicy", "ballast-valkey", np)
@@ -108,19 +143,49 @@ func TestRenderLockedStore(t *testing.T) {
 			t.Errorf("admitted components %q", components)
 		}
 	})
-	t.Run("existing secret", func(t *testing.T) {
-		m := h.mustTemplate(t, "--set", "valkey.auth.existingSecret=my-store", "--set", "valkey.auth.existingSecretPasswordKey=pw")
-		if m.has("Secret", "ballast-valkey-auth") {
-			t.Error("a password was generated although valkey.auth.existingSecret names one")
+	t.Run("existing secrets", func(t *testing.T) {
+		// Offline too: nothing is generated, so nothing changes between renders.
+		out, err := h.run(ctx(t), "template", release, chartDir(), "--namespace", namespace,
+			"--set", "valkey.auth.existingSecret=my-store", "--set", "valkey.auth.existingSecretPasswordKey=pw",
+			"--set", "valkey.auth.agentExistingSecret=my-agents", "--set", "valkey.auth.agentExistingSecretPasswordKey=apw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := parseManifests(t, out)
+		if m.has("Secret", "ballast-valkey-auth") || m.has("Secret", "ballast-valkey-agent-auth") {
+			t.Error("a password was generated although the existingSecrets name them")
 		}
 		d := &appsv1.Deployment{}
 		m.decode(t, "Deployment", "ballast-valkey", d)
-		if e := d.Spec.Template.Spec.Containers[0].Env[0]; e.ValueFrom.SecretKeyRef.Name != "my-store" || e.ValueFrom.SecretKeyRef.Key != "pw" {
-			t.Errorf("valkey env %+v", e)
+		refs := map[string]string{}
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				refs[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+			}
 		}
-		_, _, vols := storeWiring(t, m, "Deployment", fullname)
-		if v := vols["store-auth"]; v == nil || v.SecretName != "my-store" || v.Items[0].Key != "pw" || v.Items[0].Path != "password" {
-			t.Errorf("control volume %+v", v)
+		if refs["VALKEY_AGENT_PASSWORD"] != "my-agents/apw" || refs["VALKEY_CONTROL_PASSWORD"] != "my-store/pw" {
+			t.Errorf("valkey env %v", refs)
+		}
+		for _, w := range [][3]string{{"Deployment", fullname, "my-store"}, {"DaemonSet", "ballast-node", "my-agents"}} {
+			_, _, vols := storeWiring(t, m, w[0], w[1])
+			key := map[string]string{"my-store": "pw", "my-agents": "apw"}[w[2]]
+			if v := vols["store-auth"]; v == nil || v.SecretName != w[2] || v.Items[0].Key != key || v.Items[0].Path != "password" {
+				t.Errorf("%s volume %+v", w[1], v)
+			}
+		}
+	})
+	t.Run("offline render with generated passwords", func(t *testing.T) {
+		// helm template without a cluster cannot keep a generated password: refused.
+		for name, args := range map[string][]string{
+			"none set":           nil,
+			"only control's set": {"--set", "valkey.auth.existingSecret=my-store"},
+			"only agents' set":   {"--set", "valkey.auth.agentExistingSecret=my-agents"},
+		} {
+			_, err := h.run(ctx(t), append([]string{"template", release, chartDir(), "--namespace", namespace}, args...)...)
+			if err == nil || !strings.Contains(err.Error(), "valkey.auth.agentExistingSecret") ||
+				!strings.Contains(err.Error(), "new password for the Secret") {
+				t.Errorf("%s: err = %v, want the offline-password refusal", name, err)
+			}
 		}
 	})
 	t.Run("auth and network policy off", func(t *testing.T) {
@@ -134,7 +199,7 @@ func TestRenderLockedStore(t *testing.T) {
 		}
 		d := &appsv1.Deployment{}
 		m.decode(t, "Deployment", "ballast-valkey", d)
-		if slices.Contains(d.Spec.Template.Spec.Containers[0].Command, "--requirepass") {
+		if slices.Contains(d.Spec.Template.Spec.Containers[0].Command, "--user") {
 			t.Error("valkey still requires a password")
 		}
 	})

@@ -32,7 +32,7 @@ func TestLint(t *testing.T) {
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := h.run(ctx(t), append([]string{"lint", "--strict", chartDir()}, args...)...)
+			out, err := h.run(ctx(t), append([]string{"lint", "--strict", chartDir(), offline}, args...)...)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
@@ -65,6 +65,7 @@ func TestRenderDefaults(t *testing.T) {
 		"PodDisruptionBudget/ballast",
 		"Role/ballast-debug", "Role/ballast-killswitch", "Role/ballast-leader-election",
 		"RoleBinding/ballast-killswitch", "RoleBinding/ballast-leader-election",
+		"Secret/ballast-valkey-agent-auth",
 		"Secret/ballast-valkey-auth",
 		"Service/ballast-valkey", "Service/ballast-webhook",
 		"ServiceAccount/ballast", "ServiceAccount/ballast-crd-upgrade", "ServiceAccount/ballast-debug", "ServiceAccount/ballast-node",
@@ -96,7 +97,7 @@ func TestRenderDefaults(t *testing.T) {
 			"--webhook-cert-path=/certs/webhook",
 			"--webhook-cert-mode=files",
 			"--redis-url=redis://ballast-valkey:6379",
-			"--store-password-file=/etc/ballast/store-auth/password",
+			"--store-password-file=/etc/ballast/store-auth/password", "--store-username=ballast-control",
 			"--log-level=info",
 			"--log-format=json",
 			"--leader-elect",

@@ -35,7 +35,7 @@ func TestRenderBuiltinCertificates(t *testing.T) {
 		"--webhook-config-name=ballast",
 		"--webhook-dns-names=ballast-webhook.ballast-system.svc,ballast-webhook.ballast-system.svc.cluster.local",
 		"--redis-url=redis://ballast-valkey:6379",
-		"--store-password-file=/etc/ballast/store-auth/password",
+		"--store-password-file=/etc/ballast/store-auth/password", "--store-username=ballast-control",
 		"--log-level=info",
 		"--log-format=json",
 		"--leader-elect",
@@ -384,7 +384,7 @@ func TestRenderLegacyDryRun(t *testing.T) {
 			}
 
 			// NOTES are rendered by install, not template: a client-side dry run prints them.
-			out, err := h.run(ctx(t), "install", release, chartDir(), "--namespace", namespace, "--dry-run=client", "-f", values)
+			out, err := h.run(ctx(t), "install", release, chartDir(), "--namespace", namespace, "--dry-run=client", offline, "-f", values)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,7 +26,7 @@ func helmTemplate(t *testing.T, args ...string) (string, error) {
 	}
 	home := t.TempDir()
 	cmd := exec.Command(bin, append([]string{"template", "ballast", filepath.Join(harness.RepoRoot(), "charts", "ballast"),
-		"--namespace", "ballast-system"}, args...)...)
+		"--namespace", "ballast-system", "--set=valkey.auth.allowGeneratedPasswordsOffline=true"}, args...)...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "c"), "HELM_CONFIG_HOME="+filepath.Join(home, "f"),
 		"HELM_DATA_HOME="+filepath.Join(home, "d"), "KUBECONFIG="+filepath.Join(home, "none"))
 	var out, errb bytes.Buffer
