@@ -40,13 +40,15 @@ func AgentACLRules() []string {
 // ControlACLRules are the control-plane user's rules: every key under Ballast's prefix,
 // no channels, every command except the dangerous and administrative ones (FLUSHALL,
 // FLUSHDB, CONFIG, ACL, KEYS, DEBUG, SHUTDOWN, MONITOR, ...), which it never sends: purge
-// enumerates a profile's keys from its own sets, and nothing scans the keyspace.
+// enumerates a profile's keys from its own sets, and nothing scans the keyspace. INFO
+// (itself in @dangerous) is allowed back: the capacity watch reads its memory and
+// errorstats sections (capacity.go).
 func ControlACLRules() []string {
 	return []string{
 		"resetkeys",
 		"~" + series.KeyPrefix + ":*",
 		"resetchannels",
-		"+@all", "-@dangerous", "-@admin",
+		"+@all", "-@dangerous", "-@admin", "+info",
 		"-flushall", "-flushdb", "-config", "-acl", "-keys", "-debug", "-script|flush", "-script|kill",
 	}
 }

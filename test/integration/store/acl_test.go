@@ -132,6 +132,10 @@ func TestACLUsers(t *testing.T) {
 		t.Fatalf("control pressure stream = %d records, %v", len(recs), err)
 	}
 	control := openAs(t, url, store.ControlUser, controlPassword)
+	// The capacity watch (INFO memory and errorstats, the probe write) runs under it too.
+	if c, err := control.Capacity(ctx, time.Now()); err != nil || c.UsedBytes == 0 {
+		t.Fatalf("control capacity = %+v, %v", c, err)
+	}
 	if n, err := control.Purge(ctx, p); err != nil || n == 0 {
 		t.Fatalf("control purge = %d, %v", n, err)
 	}

@@ -81,5 +81,5 @@ pkg/store's AgentACLRules and ControlACLRules (a chart test compares them). */}}
 {{- end -}}
 
 {{- define "valkey.controlACL" -}}
-["resetkeys", "~ballast:*", "resetchannels", "+@all", "-@dangerous", "-@admin", "-flushall", "-flushdb", "-config", "-acl", "-keys", "-debug", "-script|flush", "-script|kill"]
+["resetkeys", "~ballast:*", "resetchannels", "+@all", "-@dangerous", "-@admin", "+info", "-flushall", "-flushdb", "-config", "-acl", "-keys", "-debug", "-script|flush", "-script|kill"]
 {{- end -}}
