@@ -182,6 +182,7 @@ func TestRenderDefaults(t *testing.T) {
 			IdentityLabels:  []string{"app.kubernetes.io/name", "app.kubernetes.io/component"},
 			OrphanTTL:       "168h",
 			RetentionWindow: "168h",
+			PolicyFloors:    ballastv1.PolicyFloors{MinResizeInterval: "1m", MinTimeSpan: "1h", MinThreshold: "1%"},
 		}
 		if diff := cmp.Diff(want, bc.Spec); diff != "" {
 			t.Errorf("spec (-want +got):\n%s", diff)
