@@ -38,11 +38,13 @@ type Compiled struct {
 	labelSelector labels.Selector
 }
 
-// Compile validates spec and compiles the policy kind/namespace/name. An invalid spec
+// Compile validates spec against floors (a ResourcePolicy is held to them, a
+// ClusterResourcePolicy only to the absolute floors; see Floors) and compiles the policy
+// kind/namespace/name. An invalid spec
 // returns a *ValidationError carrying the Valid condition's reason and message; a kind or
 // namespace that does not fit (a ResourcePolicy without namespace, a ClusterResourcePolicy
 // with one, an unknown kind) returns a plain error.
-func Compile(kind, namespace, name string, generation int64, spec ballastv1.ResourcePolicySpec) (*Compiled, error) {
+func Compile(kind, namespace, name string, generation int64, spec ballastv1.ResourcePolicySpec, floors Floors) (*Compiled, error) {
 	switch {
 	case kind == ballastv1.KindClusterResourcePolicy && namespace != "":
 		return nil, fmt.Errorf("compiling %s %s: a cluster policy has no namespace (got %q)", kind, name, namespace)
@@ -51,10 +53,11 @@ func Compile(kind, namespace, name string, generation int64, spec ballastv1.Reso
 	case kind != ballastv1.KindClusterResourcePolicy && kind != ballastv1.KindResourcePolicy:
 		return nil, fmt.Errorf("compiling %s %s: unknown policy kind", kind, name)
 	}
-	// The defaults are themselves valid, so the defaulted spec fails exactly where the
-	// written one does and reports the written value.
-	defaulted := ballastv1.DefaultPolicySpec(spec)
-	p, verr := parse(defaulted)
+	// The defaults, raised to the floors, are themselves valid, so the defaulted spec fails
+	// exactly where the written one does and reports the written value.
+	l := floors.limitsFor(kind)
+	defaulted := l.raise(ballastv1.DefaultPolicySpec(spec), spec)
+	p, verr := parse(defaulted, l)
 	if verr != nil {
 		return nil, verr
 	}
@@ -77,14 +80,14 @@ func Compile(kind, namespace, name string, generation int64, spec ballastv1.Reso
 	}, nil
 }
 
-// CompileCluster compiles a ClusterResourcePolicy object.
+// CompileCluster compiles a ClusterResourcePolicy object (absolute floors only).
 func CompileCluster(p *ballastv1.ClusterResourcePolicy) (*Compiled, error) {
-	return Compile(ballastv1.KindClusterResourcePolicy, "", p.Name, p.Generation, p.Spec)
+	return Compile(ballastv1.KindClusterResourcePolicy, "", p.Name, p.Generation, p.Spec, Floors{})
 }
 
-// CompileNamespaced compiles a ResourcePolicy object.
-func CompileNamespaced(p *ballastv1.ResourcePolicy) (*Compiled, error) {
-	return Compile(ballastv1.KindResourcePolicy, p.Namespace, p.Name, p.Generation, p.Spec)
+// CompileNamespaced compiles a ResourcePolicy object against the cluster's floors.
+func CompileNamespaced(p *ballastv1.ResourcePolicy, floors Floors) (*Compiled, error) {
+	return Compile(ballastv1.KindResourcePolicy, p.Namespace, p.Name, p.Generation, p.Spec, floors)
 }
 
 // Ref is the WorkloadProfile status.policyRef of this policy.

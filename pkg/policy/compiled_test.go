@@ -83,7 +83,7 @@ func TestCompileParsesAndDefaults(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := Compile(ballastv1.KindClusterResourcePolicy, "", "p", 3, tc.spec)
+			c, err := Compile(ballastv1.KindClusterResourcePolicy, "", "p", 3, tc.spec, Floors{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestCompileParsesAndDefaults(t *testing.T) {
 
 func TestCompileDoesNotModifyTheInput(t *testing.T) {
 	spec := ballastv1.ResourcePolicySpec{Selector: ballastv1.PolicySelector{Kinds: []string{"Deployment"}}}
-	c, err := Compile(ballastv1.KindClusterResourcePolicy, "", "p", 1, spec)
+	c, err := Compile(ballastv1.KindClusterResourcePolicy, "", "p", 1, spec, Floors{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestCompileErrors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := Compile(tc.kind, tc.namespace, "p", 1, tc.spec)
+			c, err := Compile(tc.kind, tc.namespace, "p", 1, tc.spec, Floors{})
 			if err == nil {
 				t.Fatalf("Compile = %+v, want an error", c)
 			}
@@ -153,7 +153,7 @@ func TestCompiledReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	namespaced, err := CompileNamespaced(&ballastv1.ResourcePolicy{ObjectMeta: objectMeta("shop", "web", 7)})
+	namespaced, err := CompileNamespaced(&ballastv1.ResourcePolicy{ObjectMeta: objectMeta("shop", "web", 7)}, Floors{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,7 +175,7 @@ func TestEveryBlankComputes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := fullSpec()
 			blank(&spec)
-			if ok, reason, msg := policy.Validate(spec); !ok {
+			if ok, reason, msg := policy.Validate(ballastv1.KindClusterResourcePolicy, spec, policy.Floors{}); !ok {
 				t.Fatalf("Validate = %s: %s, want Valid", reason, msg)
 			}
 			checkComputes(t, name, spec)
@@ -211,8 +211,8 @@ func checkComputes(t *testing.T, name string, spec ballastv1.ResourcePolicySpec)
 		y, _ := yaml.Marshal(spec)
 		t.Errorf("%s: "+format+"\nspec:\n%s", append([]any{name}, append(args, y)...)...)
 	}
-	ok, reason, msg := policy.Validate(spec)
-	c, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "p", 1, spec)
+	ok, reason, msg := policy.Validate(ballastv1.KindClusterResourcePolicy, spec, policy.Floors{})
+	c, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "p", 1, spec, policy.Floors{})
 	switch {
 	case ok && err != nil:
 		fail("Validate says Valid but Compile fails: %v", err)

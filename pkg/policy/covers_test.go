@@ -11,7 +11,7 @@ import (
 func TestCovers(t *testing.T) {
 	compile := func(kind, ns string, sel ballastv1.PolicySelector) *Compiled {
 		c, err := Compile(kind, ns, "p", 1, ballastv1.ResourcePolicySpec{Selector: sel,
-			Metrics: []ballastv1.MetricSpec{{Resource: "cpu", Field: "request", Source: "s", Aggregation: "p95"}}})
+			Metrics: []ballastv1.MetricSpec{{Resource: "cpu", Field: "request", Source: "s", Aggregation: "p95"}}}, Floors{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ func (b *policyBuilder) Labels(ls *metav1.LabelSelector) *policyBuilder {
 // Compile compiles the policy and fails the test if it is invalid.
 func (b *policyBuilder) Compile(t *testing.T) *Compiled {
 	t.Helper()
-	c, err := Compile(b.kind, b.namespace, b.name, 1, b.spec)
+	c, err := Compile(b.kind, b.namespace, b.name, 1, b.spec, Floors{})
 	if err != nil {
 		t.Fatalf("compiling %s %s/%s: %v", b.kind, b.namespace, b.name, err)
 	}

@@ -77,7 +77,7 @@ func TestResolveSkipsABrokenRegexPolicy(t *testing.T) {
 
 	// The broken policy outranks the fallback on every criterion, but it does not compile,
 	// so it never becomes a candidate.
-	c, err := Compile(ballastv1.KindResourcePolicy, "shop", "broken", 4, broken)
+	c, err := Compile(ballastv1.KindResourcePolicy, "shop", "broken", 4, broken, Floors{})
 	var verr *ValidationError
 	if !errors.As(err, &verr) || verr.Reason != ReasonInvalidPattern {
 		t.Fatalf("Compile(broken) = %v, %v; want a %s validation error", c, err, ReasonInvalidPattern)

@@ -28,8 +28,8 @@ func UnknownSources(metrics []ballastv1.MetricSpec, known map[string]bool) []str
 
 // ValidateWithSources is Validate, then the check that every metric names a known
 // MetricsSource; known holds the names of the MetricsSources of a known type.
-func ValidateWithSources(spec ballastv1.ResourcePolicySpec, known map[string]bool) (ok bool, reason, message string) {
-	if ok, reason, message = Validate(spec); !ok {
+func ValidateWithSources(kind string, spec ballastv1.ResourcePolicySpec, known map[string]bool, floors Floors) (ok bool, reason, message string) {
+	if ok, reason, message = Validate(kind, spec, floors); !ok {
 		return ok, reason, message
 	}
 	if unknown := UnknownSources(spec.Metrics, known); len(unknown) > 0 {

@@ -15,17 +15,17 @@ func TestValidateWithSources(t *testing.T) {
 		}
 		return s
 	}
-	if ok, reason, msg := ValidateWithSources(spec("kubernetes-metrics"), known); !ok {
+	if ok, reason, msg := ValidateWithSources(ballastv1.KindClusterResourcePolicy, spec("kubernetes-metrics"), known, Floors{}); !ok {
 		t.Errorf("known source: %s %s", reason, msg)
 	}
-	ok, reason, msg := ValidateWithSources(spec("does-not-exist", "kubernetes-metrics", "odd", "does-not-exist"), known)
+	ok, reason, msg := ValidateWithSources(ballastv1.KindClusterResourcePolicy, spec("does-not-exist", "kubernetes-metrics", "odd", "does-not-exist"), known, Floors{})
 	if ok || reason != ReasonUnknownMetricsSource ||
 		msg != "metrics name MetricsSources that do not exist or have an unknown type: does-not-exist, odd" {
 		t.Errorf("unknown sources: %v %s %q", ok, reason, msg)
 	}
 	bad := spec("does-not-exist")
 	bad.Metrics[0].Aggregation = "p98"
-	if _, reason, _ := ValidateWithSources(bad, known); reason != ReasonInvalidAggregation {
+	if _, reason, _ := ValidateWithSources(ballastv1.KindClusterResourcePolicy, bad, known, Floors{}); reason != ReasonInvalidAggregation {
 		t.Errorf("a spec error is reported before unknown sources; got %s", reason)
 	}
 }

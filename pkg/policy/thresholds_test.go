@@ -35,7 +35,7 @@ func TestResizeThreshold(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			spec := ballastv1.ResourcePolicySpec{Behaviors: ballastv1.Behaviors{Thresholds: tc.thresholds}}
-			c, err := Compile(ballastv1.KindClusterResourcePolicy, "", "p", 1, spec)
+			c, err := Compile(ballastv1.KindClusterResourcePolicy, "", "p", 1, spec, Floors{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestZeroThresholdIsInvalid(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			spec := ballastv1.ResourcePolicySpec{Behaviors: ballastv1.Behaviors{Thresholds: th}}
-			if ok, reason, msg := Validate(spec); ok || reason != ReasonInvalidPercentage {
+			if ok, reason, msg := Validate(ballastv1.KindClusterResourcePolicy, spec, Floors{}); ok || reason != ReasonInvalidPercentage {
 				t.Errorf("Validate = %v, %s (%s); want InvalidPercentage", ok, reason, msg)
 			}
 		})

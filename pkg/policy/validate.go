@@ -66,11 +66,13 @@ func invalid(reason, format string, args ...any) *ValidationError {
 	return &ValidationError{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// Validate checks a policy spec as its author wrote it (SPEC §3.3). It returns
-// (true, ReasonValid, "") for a valid spec, else false and the first failure's reason and
-// message. Blank values are not errors: they take their resolve-time defaults.
-func Validate(spec ballastv1.ResourcePolicySpec) (ok bool, reason, message string) {
-	if _, err := parse(spec); err != nil {
+// Validate checks a policy spec of kind (ballastv1.KindClusterResourcePolicy or
+// KindResourcePolicy) as its author wrote it (SPEC §3.3), against floors (see Floors: a
+// ResourcePolicy is held to them, a ClusterResourcePolicy only to the absolute floors). It
+// returns (true, ReasonValid, "") for a valid spec, else false and the first failure's
+// reason and message. Blank values are not errors: they take their resolve-time defaults.
+func Validate(kind string, spec ballastv1.ResourcePolicySpec, floors Floors) (ok bool, reason, message string) {
+	if _, err := parse(spec, floors.limitsFor(kind)); err != nil {
 		return false, err.Reason, err.Message
 	}
 	return true, ReasonValid, ""
@@ -88,8 +90,9 @@ type parsed struct {
 	maxAllowed       map[string]int64
 }
 
-// parse validates spec and parses it, checking reasons in SPEC §3.3 order.
-func parse(spec ballastv1.ResourcePolicySpec) (*parsed, *ValidationError) {
+// parse validates spec and parses it against the floors l, checking reasons in SPEC §3.3
+// order.
+func parse(spec ballastv1.ResourcePolicySpec, l limits) (*parsed, *ValidationError) {
 	p := &parsed{}
 	var err *ValidationError
 	sel := spec.Selector
@@ -161,17 +164,18 @@ func parse(spec ballastv1.ResourcePolicySpec) (*parsed, *ValidationError) {
 		return nil, err
 	}
 
-	// InvalidDuration: Go durations > 0.
+	// InvalidDuration: Go durations > 0, and not below their floors.
 	p.readiness.MinDataPoints = spec.Readiness.MinDataPoints
-	if p.readiness.MinTimeSpan, err = parseDuration("readiness.minTimeSpan", spec.Readiness.MinTimeSpan); err != nil {
+	if p.readiness.MinTimeSpan, err = parseDuration("readiness.minTimeSpan", spec.Readiness.MinTimeSpan, l.timeSpan); err != nil {
 		return nil, err
 	}
-	if p.resize.Interval, err = parseDuration("behaviors.resize.interval", spec.Behaviors.Resize.Interval); err != nil {
+	if p.resize.Interval, err = parseDuration("behaviors.resize.interval", spec.Behaviors.Resize.Interval, l.interval); err != nil {
 		return nil, err
 	}
 
-	// InvalidPercentage: thresholds > 0; maxChangePerCycle in (0, 100].
-	if err = parseThresholds(spec.Behaviors.Thresholds, &p.resize); err != nil {
+	// InvalidPercentage: thresholds > 0 and not below their floor; maxChangePerCycle in
+	// (0, 100].
+	if err = parseThresholds(spec.Behaviors.Thresholds, &p.resize, l.threshold); err != nil {
 		return nil, err
 	}
 	if v := spec.Behaviors.Resize.MaxChangePerCycle; v != "" {
@@ -265,23 +269,23 @@ func parseAllowed(field string, m map[string]string) (map[string]int64, *Validat
 	return out, nil
 }
 
-// parseThresholds checks every written threshold (> 0) and records it for the chain of
-// Resize.Threshold.
-func parseThresholds(th ballastv1.Thresholds, r *Resize) *ValidationError {
+// parseThresholds checks every written threshold (> 0, and not below floor) and records it
+// for the chain of Resize.Threshold.
+func parseThresholds(th ballastv1.Thresholds, r *Resize, floor percentLimit) *ValidationError {
 	var err *ValidationError
-	if r.defaultThreshold, err = parseThreshold("behaviors.thresholds.default", th.Default); err != nil {
+	if r.defaultThreshold, err = parseThreshold("behaviors.thresholds.default", th.Default, floor); err != nil {
 		return err
 	}
-	if r.resizeDefault, err = parseThreshold("behaviors.thresholds.resize.default", th.Resize.Default); err != nil {
+	if r.resizeDefault, err = parseThreshold("behaviors.thresholds.resize.default", th.Resize.Default, floor); err != nil {
 		return err
 	}
 	for _, res := range sortedKeys(th.Resize.ResourceThresholds) {
 		path := fmt.Sprintf("behaviors.thresholds.resize.resourceThresholds[%q]", res)
 		var ft fieldThreshold
-		if ft.request, err = parseThreshold(path+".request", th.Resize.ResourceThresholds[res].Request); err != nil {
+		if ft.request, err = parseThreshold(path+".request", th.Resize.ResourceThresholds[res].Request, floor); err != nil {
 			return err
 		}
-		if ft.limit, err = parseThreshold(path+".limit", th.Resize.ResourceThresholds[res].Limit); err != nil {
+		if ft.limit, err = parseThreshold(path+".limit", th.Resize.ResourceThresholds[res].Limit, floor); err != nil {
 			return err
 		}
 		if r.perField == nil {
@@ -304,7 +308,7 @@ func parsePatterns(path string, raw []string) ([]Pattern, *ValidationError) {
 	return out, nil
 }
 
-func parseDuration(path, v string) (time.Duration, *ValidationError) {
+func parseDuration(path, v string, floor durationLimit) (time.Duration, *ValidationError) {
 	if v == "" {
 		return 0, nil
 	}
@@ -312,17 +316,23 @@ func parseDuration(path, v string) (time.Duration, *ValidationError) {
 	if err != nil {
 		return 0, invalid(ReasonInvalidDuration, "%s %q: must be a Go duration > 0", path, v)
 	}
+	if verr := floor.check(path, v, d); verr != nil {
+		return 0, verr
+	}
 	return d, nil
 }
 
 // parseThreshold parses one threshold; blank is the zero Decimal (not written).
-func parseThreshold(path, v string) (Decimal, *ValidationError) {
+func parseThreshold(path, v string, floor percentLimit) (Decimal, *ValidationError) {
 	if v == "" {
 		return Decimal{}, nil
 	}
 	d, err := ParsePercentage(v)
 	if err != nil || d.Sign() <= 0 {
 		return Decimal{}, invalid(ReasonInvalidPercentage, "%s %q: must be a percentage > 0", path, v)
+	}
+	if verr := floor.check(path, v, d); verr != nil {
+		return Decimal{}, verr
 	}
 	return d, nil
 }

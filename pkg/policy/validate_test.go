@@ -183,7 +183,7 @@ func TestValidate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var got validation
-			got.OK, got.Reason, got.Message = Validate(tc.spec)
+			got.OK, got.Reason, got.Message = Validate(ballastv1.KindClusterResourcePolicy, tc.spec, Floors{})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Validate (-want +got):\n%s", diff)
 			}

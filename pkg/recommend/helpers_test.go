@@ -13,7 +13,7 @@ import (
 // compile compiles spec as a ClusterResourcePolicy; the spec must be valid.
 func compile(t testing.TB, spec v1.ResourcePolicySpec) *policy.Compiled {
 	t.Helper()
-	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "p", 1, spec)
+	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "p", 1, spec, policy.Floors{})
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}

@@ -162,7 +162,7 @@ var errUnreadable = errors.New("series unreadable")
 
 // emptyPolicy is what a nil Input.Policy computes as: no metrics, resolve-time defaults.
 var emptyPolicy = func() *policy.Compiled {
-	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "", 0, v1.ResourcePolicySpec{})
+	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "", 0, v1.ResourcePolicySpec{}, policy.Floors{})
 	if err != nil {
 		panic("recommend: the empty policy does not compile: " + err.Error())
 	}

@@ -33,7 +33,7 @@ func presetWith(t testing.TB, edit func(*v1.ResourcePolicySpec)) *policy.Compile
 
 // presetCompiled is the preset policy, compiled.
 var presetCompiled = func() *policy.Compiled {
-	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "default", 1, presetPolicy())
+	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "default", 1, presetPolicy(), policy.Floors{})
 	if err != nil {
 		panic(err)
 	}

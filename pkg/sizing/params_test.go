@@ -12,7 +12,7 @@ import (
 
 func compile(t *testing.T, spec v1.ResourcePolicySpec) *policy.Compiled {
 	t.Helper()
-	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "p", 1, spec)
+	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "p", 1, spec, policy.Floors{})
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestParamsFor(t *testing.T) {
 // WithBounds narrows it by the largest node without widening it.
 func TestParamsForAllowed(t *testing.T) {
 	c, err := policy.Compile(v1.KindClusterResourcePolicy, "", "p", 1, v1.ResourcePolicySpec{
-		MinAllowed: map[string]string{"memory": "32Mi"}, MaxAllowed: map[string]string{"cpu": "8", "memory": "16Gi"}})
+		MinAllowed: map[string]string{"memory": "32Mi"}, MaxAllowed: map[string]string{"cpu": "8", "memory": "16Gi"}}, policy.Floors{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -246,7 +246,7 @@ func benchPolicy(b *testing.B) *policy.Compiled {
 		{Resource: "memory", Field: "request", Source: "s", Aggregation: "p75"},
 		{Resource: "memory", Field: "limit", Source: "s", Aggregation: "p99", Headroom: "1.2"},
 		{Resource: "ephemeral-storage", Field: "request", Source: "s", Aggregation: "p90"}}})
-	compiled, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "bench", 1, spec)
+	compiled, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "bench", 1, spec, policy.Floors{})
 	must(b, err)
 	return compiled
 }

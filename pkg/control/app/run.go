@@ -26,6 +26,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
+	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
 
@@ -144,7 +145,8 @@ func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App,
 	if deps.Events == nil {
 		deps.Events = events.New(mgr.GetEventRecorderFor(ballastv1.EventComponent)) //nolint:staticcheck // core v1 Events (SPEC §11.3)
 	}
-	deps.Resolver = resolve.New(mgr.GetCache()).WithLogger(deps.log(ComponentWebhook).WithName("resolve"))
+	deps.Resolver = resolve.New(mgr.GetCache()).WithLogger(deps.log(ComponentWebhook).WithName("resolve")).
+		WithFloors(func() policy.Floors { return deps.State.Get().PolicyFloors() })
 	ctrl.Log.Info("starting ballast-control", "dry_run", o.DryRun, "operatorNamespace", o.OperatorNamespace,
 		"leaderElect", o.LeaderElect, "webhookCertMode", o.WebhookCertMode)
 	cs, err := Register(ctx, mgr, o, deps)

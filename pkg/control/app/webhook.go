@@ -57,8 +57,10 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o *Op
 	h := webhook.New(mgr.GetCache(), mgr.GetScheme(), d.State, d.Resolver, webhook.NewMetrics(d.Registry, d.shared),
 		o.DryRun == "apply" || o.DryRun == "all", d.log(ComponentWebhook))
 	mgr.GetWebhookServer().Register(ballastv1.WebhookPath, &admission.Webhook{Handler: h})
-	// Start the owner-walk metadata informers with the manager, not on the first admission.
-	for _, gvk := range []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, {Group: "batch", Version: "v1", Kind: "Job"}} {
+	// Start the owner-walk metadata informers with the manager, not on the first admission,
+	// and the Namespace one that bounds the webhook's namespace label (metrics.KnownNamespace).
+	for _, gvk := range []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, {Group: "batch", Version: "v1", Kind: "Job"},
+		{Group: "", Version: "v1", Kind: "Namespace"}} {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(gvk)
 		if _, err := mgr.GetCache().GetInformer(ctx, m); err != nil {

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/logging"
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
 // Controller keeps State in sync with BallastConfig "ballast" and the kill-switch ConfigMap.
@@ -129,6 +131,10 @@ func (c *Controller) checkConfig(spec *ballastv1.BallastConfigSpec) {
 	}
 	if c.once("orphanTTL", ttl) {
 		c.log.Error(nil, "unparseable orphanTTL in BallastConfig: profiles will not be deleted by TTL", "orphanTTL", ttl)
+	}
+	_, problems := policy.FloorsOf(spec)
+	if c.once("policyFloors", strings.Join(problems, "; ")) {
+		logging.Warn(c.log, "unusable policyFloors in BallastConfig, using the defaults for those fields", "problems", problems)
 	}
 }
 

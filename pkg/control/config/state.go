@@ -11,6 +11,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/logging"
+	"github.com/ballastk8s/ballast/pkg/policy"
 )
 
 // Kill-switch reasons (SPEC §10.1).
@@ -26,6 +27,17 @@ type Snapshot struct {
 	Config *ballastv1.BallastConfigSpec
 	// KillSwitch is the active reason, "" when inactive.
 	KillSwitch string
+	// floors are Config's spec.policyFloors, parsed once per change.
+	floors policy.Floors
+}
+
+// PolicyFloors are the floors of every ResourcePolicy (BallastConfig spec.policyFloors);
+// the default floors while no BallastConfig exists.
+func (s Snapshot) PolicyFloors() policy.Floors {
+	if s.Config == nil {
+		return policy.DefaultFloors
+	}
+	return s.floors
 }
 
 // Active reports whether the kill switch is active.
@@ -83,6 +95,7 @@ func (s *State) update(cfg *ballastv1.BallastConfigSpec, configMap bool) (Snapsh
 	s.mu.Lock()
 	old := s.snap
 	next := Snapshot{Config: cfg, KillSwitch: reason(configMap, cfg != nil && cfg.Suspended)}
+	next.floors, _ = policy.FloorsOf(cfg)
 	s.snap = next
 	listeners := slices.Clone(s.listeners)
 	s.mu.Unlock()
@@ -112,5 +125,5 @@ func sameConfig(a, b *ballastv1.BallastConfigSpec) bool {
 		return a == b
 	}
 	return slices.Equal(a.IdentityLabels, b.IdentityLabels) && a.OrphanTTL == b.OrphanTTL &&
-		a.RetentionWindow == b.RetentionWindow && a.Suspended == b.Suspended
+		a.RetentionWindow == b.RetentionWindow && a.Suspended == b.Suspended && a.PolicyFloors == b.PolicyFloors
 }

@@ -22,6 +22,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/events"
+	ctlmetrics "github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 )
 
@@ -170,7 +171,9 @@ func (c *Controller) stamp(ctx context.Context, log logr.Logger, pod *corev1.Pod
 		return reconcile.Result{}, fmt.Errorf("stamping pod %s: %w", klog.KObj(pod), err)
 	}
 	if oldProfile != "" && oldProfile != b.ProfileName {
-		c.metrics.PodsProcessed.WithLabelValues(EventUnenrolled, pod.Namespace, oldProfile).Inc()
+		// The old profile-ref is whatever the pod carried (anyone who may patch the pod
+		// can write it): counted under it only when that profile exists.
+		c.metrics.PodsProcessed.WithLabelValues(EventUnenrolled, pod.Namespace, ctlmetrics.KnownProfile(ctx, c.client, oldProfile)).Inc()
 		log.Info("pod migrated to another profile", "from", oldProfile)
 	}
 	if oldProfile != b.ProfileName {
@@ -196,7 +199,7 @@ func (c *Controller) unenroll(ctx context.Context, log logr.Logger, pod *corev1.
 		}
 		return reconcile.Result{}, fmt.Errorf("un-enrolling pod %s: %w", klog.KObj(pod), err)
 	}
-	c.metrics.PodsProcessed.WithLabelValues(EventUnenrolled, pod.Namespace, old).Inc()
+	c.metrics.PodsProcessed.WithLabelValues(EventUnenrolled, pod.Namespace, ctlmetrics.KnownProfile(ctx, c.client, old)).Inc()
 	log.Info("pod un-enrolled", "profile", old)
 	return reconcile.Result{}, nil
 }

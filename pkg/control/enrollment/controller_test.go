@@ -157,6 +157,25 @@ func TestUnenrollRemovesBookkeeping(t *testing.T) {
 	}
 }
 
+// TestForgedProfileRefIsNotALabel: a profile-ref written on the pod by anyone who may patch
+// it (here a random name no profile has) is corrected, and counted as unenrolled from
+// profile "" rather than under the written name.
+func TestForgedProfileRefIsNotALabel(t *testing.T) {
+	p := pod("web", ballastv1.ModeMeasure)
+	p.Annotations = map[string]string{ballastv1.ProfileRefAnnotation: "x7f3a9c1-forged"}
+	f := newFixture(t, p)
+	got := f.reconcile(t, p)
+	if ref := got.Annotations[ballastv1.ProfileRefAnnotation]; ref == "x7f3a9c1-forged" || ref == "" {
+		t.Fatalf("profile-ref = %q, want the pod's own profile", ref)
+	}
+	if n := testutil.ToFloat64(f.m.PodsProcessed.WithLabelValues(EventUnenrolled, "team", "")); n != 1 {
+		t.Errorf(`unenrolled{profile=""} = %v, want 1`, n)
+	}
+	if n := testutil.CollectAndCount(f.m.PodsProcessed); n != 2 {
+		t.Errorf("pods_processed has %d series, want 2 (created under the real profile, unenrolled under \"\")", n)
+	}
+}
+
 // TestKillSwitchSuppressesStampAtWarn: SPEC §10.2, the stamp is not written, the pod is
 // requeued, a warn line carries kill_switch and kill_switch_reason, and the suppression
 // is counted.

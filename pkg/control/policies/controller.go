@@ -103,7 +103,7 @@ func (c *Controller) Reconcile(ctx context.Context, obj client.Object) (reconcil
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if ok, reason, msg := policy.ValidateWithSources(*spec, known); !ok {
+	if ok, reason, msg := policy.ValidateWithSources(c.kind, *spec, known, c.state.Get().PolicyFloors()); !ok {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, msg
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)

@@ -21,7 +21,8 @@ import (
 )
 
 // Register adds the controller to mgr: the policies of its kind, every policy of the kind
-// again when a MetricsSource or the retention window changes (both are checked), and the
+// again when a MetricsSource, the retention window or the policy floors change (all are
+// checked), and the
 // policy governing a profile when that profile appears, goes or changes policy (the
 // take-over report: a new profile under a policy is how pods moving to it show).
 func (c *Controller) Register(mgr ctrl.Manager) error {
@@ -32,7 +33,8 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(c.all)
 	cfgChanged := make(chan event.GenericEvent, 1)
 	c.state.OnChange(func(old, next config.Snapshot) {
-		if old.Config != nil && next.Config != nil && old.Config.RetentionWindow == next.Config.RetentionWindow {
+		if old.Config != nil && next.Config != nil && old.Config.RetentionWindow == next.Config.RetentionWindow &&
+			old.Config.PolicyFloors == next.Config.PolicyFloors {
 			return
 		}
 		select {

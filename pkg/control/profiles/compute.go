@@ -64,7 +64,7 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	if ref.Kind == ballastv1.KindResourcePolicy {
 		kind, namespace = ref.Kind, ref.Namespace
 	}
-	compiled, err := policy.Compile(kind, namespace, ref.Name, 0, *spec)
+	compiled, err := policy.Compile(kind, namespace, ref.Name, 0, *spec, c.resolver.Floors())
 	if err != nil {
 		var verr *policy.ValidationError
 		if errors.As(err, &verr) {

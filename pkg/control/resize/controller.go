@@ -311,12 +311,13 @@ func (c *Controller) loadPolicy(ctx context.Context, ref *ballastv1.PolicyRef) (
 	var obj client.Object
 	var compile func() (*policy.Compiled, error)
 	key := client.ObjectKey{Name: ref.Name}
+	// Through the resolver's memo, with the same floors admission and enrollment use.
 	if ref.Kind == ballastv1.KindResourcePolicy {
 		p := &ballastv1.ResourcePolicy{}
-		key.Namespace, obj, compile = ref.Namespace, p, func() (*policy.Compiled, error) { return policy.CompileNamespaced(p) }
+		key.Namespace, obj, compile = ref.Namespace, p, func() (*policy.Compiled, error) { return c.resolver.CompileNamespaced(p) }
 	} else {
 		p := &ballastv1.ClusterResourcePolicy{}
-		obj, compile = p, func() (*policy.Compiled, error) { return policy.CompileCluster(p) }
+		obj, compile = p, func() (*policy.Compiled, error) { return c.resolver.CompileCluster(p) }
 	}
 	if err := c.client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -324,7 +325,7 @@ func (c *Controller) loadPolicy(ctx context.Context, ref *ballastv1.PolicyRef) (
 		}
 		return nil, "", err
 	}
-	compiled, err := c.resolver.Compile(obj, compile)
+	compiled, err := compile()
 	if err != nil {
 		return nil, ReasonInvalidPolicy, nil
 	}

@@ -1,7 +1,13 @@
 package resize
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 )
 
 // Metrics are the resize controller's instruments (SPEC §11.2), plus the Deferred
@@ -55,4 +61,21 @@ func NewMetrics(reg prometheus.Registerer, clamped *prometheus.CounterVec) *Metr
 		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Reverts, m.Planned)
 	}
 	return m
+}
+
+// podAttrs are the policy and profile attributes of a pod's resize metrics, read from the
+// profile its profile-ref annotation names. Anyone who may patch the pod can write its
+// profile-ref and policy-ref, so a name no profile has counts as "" for both, and the
+// policy is the profile's own (status.policyRef), never the pod's annotation: the series
+// count follows profiles, not what is written on pods.
+func (c *Controller) podAttrs(ctx context.Context, pod *corev1.Pod) (policy, profile string) {
+	name := pod.Annotations[ballastv1.ProfileRefAnnotation]
+	wp := &ballastv1.WorkloadProfile{}
+	if name == "" || c.client.Get(ctx, client.ObjectKey{Name: name}, wp) != nil {
+		return "", ""
+	}
+	if r := wp.Status.PolicyRef; r != nil {
+		policy = ballastv1.PolicyRefValue(r.Namespace, r.Name)
+	}
+	return policy, name
 }

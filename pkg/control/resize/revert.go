@@ -286,7 +286,8 @@ func (c *Controller) revertShrink(ctx context.Context, wp *ballastv1.WorkloadPro
 	trigger, detail, floorCtr string, floorMem int64) (bool, error) {
 	ref := pod.Annotations[ballastv1.ProfileRefAnnotation]
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "profile", ref, "trigger", trigger)
-	count := func(result string) { c.metrics.Reverts.WithLabelValues(trigger, result, pod.Namespace, ref).Inc() }
+	_, known := c.podAttrs(ctx, pod)
+	count := func(result string) { c.metrics.Reverts.WithLabelValues(trigger, result, pod.Namespace, known).Inc() }
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	changes := RaiseBack(pod, m.before, floorCtr, floorMem)
 	if len(changes) == 0 {

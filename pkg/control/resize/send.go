@@ -38,7 +38,7 @@ func resizeBody(pod *corev1.Pod, changes []sizing.ContainerChanges) ([]byte, err
 // requeue is true after a 409 Conflict.
 func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.ContainerChanges, clamps []sizing.Clamp) (bool, error) {
 	pod := p.pod
-	pol, profile := policyOf(pod), pod.Annotations[ballastv1.ProfileRefAnnotation]
+	pol, profile := c.podAttrs(ctx, pod)
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "profile", profile,
 		"policy", pol, "action", "resize", "why", p.why)
 	body, err := resizeBody(pod, changes)
@@ -95,7 +95,8 @@ func (c *Controller) record(ctx context.Context, pod *corev1.Pod, t Transition, 
 	}
 	c.events.Transition(pod, t)
 	if o := t.Outcome(); o != "" {
-		c.metrics.Outcome.WithLabelValues(o, policyOf(pod), pod.Namespace, pod.Annotations[ballastv1.ProfileRefAnnotation]).Inc()
+		pol, profile := c.podAttrs(ctx, pod)
+		c.metrics.Outcome.WithLabelValues(o, pol, pod.Namespace, profile).Inc()
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ func (b Binding) PolicyRef() *ballastv1.PolicyRef {
 type Resolver struct {
 	reader client.Reader
 	log    logr.Logger
+	// floors returns the cluster's current ResourcePolicy floors (BallastConfig
+	// spec.policyFloors); a change recompiles every ResourcePolicy.
+	floors func() policy.Floors
 	mu     sync.Mutex
 	cache  map[types.UID]compiled
 	counts map[string]int // memo entries per namespace ("" = cluster policies)
@@ -66,15 +69,27 @@ type Resolver struct {
 
 type compiled struct {
 	generation int64
-	namespace  string // "" for a ClusterResourcePolicy
+	floors     policy.Floors // those a ResourcePolicy was compiled against
+	namespace  string        // "" for a ClusterResourcePolicy
 	policy     *policy.Compiled
 	err        error
 }
 
 // New returns a Resolver reading from r (the manager's cache).
 func New(r client.Reader) *Resolver {
-	return &Resolver{reader: r, log: logr.Discard(), cache: map[types.UID]compiled{}, counts: map[string]int{}}
+	return &Resolver{reader: r, log: logr.Discard(), cache: map[types.UID]compiled{}, counts: map[string]int{},
+		floors: func() policy.Floors { return policy.DefaultFloors }}
 }
+
+// WithFloors sets where the ResourcePolicy floors come from (the config state's current
+// BallastConfig in the binary); without it the default floors apply.
+func (r *Resolver) WithFloors(f func() policy.Floors) *Resolver {
+	r.floors = f
+	return r
+}
+
+// Floors are the ResourcePolicy floors in force now.
+func (r *Resolver) Floors() policy.Floors { return r.floors() }
 
 // WithLogger sets the logger that reports invalid policies: once per policy generation
 // and process (compilations are memoized), never per pod (SPEC §3.3).
@@ -83,15 +98,15 @@ func (r *Resolver) WithLogger(l logr.Logger) *Resolver {
 	return r
 }
 
-// Compile returns the compiled policy for an object, memoized by UID and generation; the
-// error is the validation failure of an invalid policy.
-func (r *Resolver) Compile(obj client.Object, compile func() (*policy.Compiled, error)) (*policy.Compiled, error) {
+// Compile returns the compiled policy for an object, memoized by UID, generation and the
+// floors passed to compile; the error is the validation failure of an invalid policy.
+func (r *Resolver) Compile(obj client.Object, floors policy.Floors, compile func(policy.Floors) (*policy.Compiled, error)) (*policy.Compiled, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.cache[obj.GetUID()]; ok && c.generation == obj.GetGeneration() {
+	if c, ok := r.cache[obj.GetUID()]; ok && c.generation == obj.GetGeneration() && c.floors.Equal(floors) {
 		return c.policy, c.err
 	}
-	p, err := compile()
+	p, err := compile(floors)
 	if err != nil {
 		r.log.Error(nil, "policy skipped in resolution until it is fixed", "policy",
 			ballastv1.PolicyRefValue(obj.GetNamespace(), obj.GetName()), "generation", obj.GetGeneration(), "problem", err.Error())
@@ -99,8 +114,18 @@ func (r *Resolver) Compile(obj client.Object, compile func() (*policy.Compiled, 
 	if _, ok := r.cache[obj.GetUID()]; !ok {
 		r.counts[obj.GetNamespace()]++
 	}
-	r.cache[obj.GetUID()] = compiled{generation: obj.GetGeneration(), namespace: obj.GetNamespace(), policy: p, err: err}
+	r.cache[obj.GetUID()] = compiled{generation: obj.GetGeneration(), floors: floors, namespace: obj.GetNamespace(), policy: p, err: err}
 	return p, err
+}
+
+// CompileCluster compiles a ClusterResourcePolicy through the memo (absolute floors only).
+func (r *Resolver) CompileCluster(p *ballastv1.ClusterResourcePolicy) (*policy.Compiled, error) {
+	return r.Compile(p, policy.Floors{}, func(policy.Floors) (*policy.Compiled, error) { return policy.CompileCluster(p) })
+}
+
+// CompileNamespaced compiles a ResourcePolicy through the memo, against the current floors.
+func (r *Resolver) CompileNamespaced(p *ballastv1.ResourcePolicy) (*policy.Compiled, error) {
+	return r.Compile(p, r.floors(), func(f policy.Floors) (*policy.Compiled, error) { return policy.CompileNamespaced(p, f) })
 }
 
 // prune drops memo entries of namespace ("" = cluster policies) whose policy is gone.
@@ -140,7 +165,7 @@ func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.
 	for i := range crps.Items {
 		p := &crps.Items[i]
 		live[p.UID] = true
-		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileCluster(p) }); err == nil &&
+		if c, err := r.CompileCluster(p); err == nil &&
 			len(policy.UnknownSources(c.Spec.Metrics, known)) == 0 {
 			out = append(out, c)
 		}
@@ -159,7 +184,7 @@ func (r *Resolver) Candidates(ctx context.Context, namespace string) ([]*policy.
 	for i := range rps.Items {
 		p := &rps.Items[i]
 		live[p.UID] = true
-		if c, err := r.Compile(p, func() (*policy.Compiled, error) { return policy.CompileNamespaced(p) }); err == nil &&
+		if c, err := r.CompileNamespaced(p); err == nil &&
 			len(policy.UnknownSources(c.Spec.Metrics, known)) == 0 {
 			out = append(out, c)
 		}

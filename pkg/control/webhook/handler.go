@@ -65,12 +65,19 @@ func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *r
 func (h *Handler) Bounds() *bounds.Source { return h.bounds }
 
 // Handle implements admission.Handler.
+//
+// Metric attributes are bounded whoever the caller is (SPEC §11.1): `namespace` is the
+// request's namespace only when it exists (metrics.KnownNamespace; a forged AdmissionReview
+// can name any), and `profile` only names a profile that exists in the cache, never the
+// name computed from the labels of a pod no profile was made for (a dry-run create, a
+// forged review, the first pod of a new identity).
 func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
 	log := h.log.WithValues("namespace", req.Namespace, "pod", podName(req))
+	nsLabel := ""
 	defer func() {
 		if r := recover(); r != nil { // a bug must never block a pod
 			log.Error(fmt.Errorf("panic: %v", r), "admission handler panicked; admitting the pod unchanged")
-			h.count(ResultNotAvailable, req.Namespace)
+			h.count(ResultNotAvailable, nsLabel)
 			resp = admission.Allowed("ballast: internal error")
 		}
 	}()
@@ -82,29 +89,30 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	ns := req.Namespace
+	nsLabel = metrics.KnownNamespace(ctx, h.reader, ns)
 	// 2. The mode label must be on the ladder; this runs even under the kill switch.
 	mode := pod.Labels[ballastv1.ModeLabel]
 	if !ballastv1.ValidMode(mode) {
-		h.count(ResultDenied, ns)
+		h.count(ResultDenied, nsLabel)
 		return admission.Denied(fmt.Sprintf("invalid Ballast %s label %q: must be one of measure, apply, resize",
 			ballastv1.ModeLabel, mode))
 	}
 	snap := h.state.Get()
 	// 3. Kill switch: admit unchanged, no annotation either.
 	if snap.Active() {
-		h.count(ResultKillSwitch, ns)
+		h.count(ResultKillSwitch, nsLabel)
 		h.state.Suppress(log, snap, config.ActionAdmission, "kill switch active, admitting pod unchanged")
 		return admission.Allowed("ballast: kill switch active")
 	}
 	// 5. Without BallastConfig no identity exists.
 	if snap.Config == nil {
-		h.count(ResultNotAvailable, ns)
+		h.count(ResultNotAvailable, nsLabel)
 		return admission.Allowed("ballast: no BallastConfig")
 	}
 	b, err := h.resolver.Resolve(ctx, pod, ns, snap.Config.IdentityLabels)
 	if err != nil {
 		log.Error(err, "resolving pod; admitting unchanged")
-		h.count(ResultNotAvailable, ns)
+		h.count(ResultNotAvailable, nsLabel)
 		return admission.Allowed("ballast: caches unavailable")
 	}
 	log = log.WithValues("profile", b.ProfileName, "policy", b.PolicyRefAnnotation())
@@ -113,7 +121,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		bookkeeping[ballastv1.PolicyRefAnnotation] = ref
 	}
 	stampOnly := func(result string) admission.Response {
-		return h.patch(req, pod, sizing.Result{}, bookkeeping, result, log)
+		return h.patch(pod, sizing.Result{}, bookkeeping, result, nsLabel, log)
 	}
 	// 4. measure: bookkeeping only.
 	if mode == ballastv1.ModeMeasure {
@@ -127,11 +135,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 			log.Error(err, "reading profile from cache; admitting with bookkeeping only")
 			return stampOnly(ResultNotAvailable)
 		}
-		h.metrics.ApplySkipped.WithLabelValues("no_profile", "", ns, b.ProfileName).Inc()
+		// No profile: b.ProfileName is only what the caller's labels compute to.
+		h.metrics.ApplySkipped.WithLabelValues("no_profile", "", nsLabel, "").Inc()
 		return stampOnly(ResultSkipped)
 	}
 	if wp.Status.State != ballastv1.StateSufficient || b.Policy == nil {
-		h.metrics.ApplySkipped.WithLabelValues("not_ready", "", ns, b.ProfileName).Inc()
+		h.metrics.ApplySkipped.WithLabelValues("not_ready", "", nsLabel, b.ProfileName).Inc()
 		log.V(1).Info("profile not ready")
 		return stampOnly(ResultSkipped)
 	}
@@ -149,12 +158,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	}
 	result := sizing.Admission(pod, recs, objs.Params(sizing.ParamsFor(b.Policy)))
 	for _, n := range result.Bounded {
-		h.metrics.Bounded.WithLabelValues(n.Reason, string(n.Resource), policyName, ns, b.ProfileName).Inc()
+		h.metrics.Bounded.WithLabelValues(n.Reason, string(n.Resource), policyName, nsLabel, b.ProfileName).Inc()
 		log.Info("recommendation bounded", "reason", n.Reason, "container", n.Container, "resource", n.Resource,
 			"field", n.Field, "from", n.From.String(n.Resource), "to", n.To.String(n.Resource), "held", n.Held, "bound", n.Why)
 	}
 	for _, c := range result.Clamps {
-		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, ns, metrics.PhaseAdmission, b.ProfileName).Inc()
+		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, nsLabel, metrics.PhaseAdmission, b.ProfileName).Inc()
 		log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,
 			"recommended", c.Recommended.String(c.Resource), "limit", c.Limit.String(c.Resource), "written", c.Written.String(c.Resource))
 	}
@@ -163,7 +172,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		if reason == "" {
 			reason = sizing.ReasonNoChange
 		}
-		h.metrics.ApplySkipped.WithLabelValues(reason, policyName, ns, b.ProfileName).Inc()
+		h.metrics.ApplySkipped.WithLabelValues(reason, policyName, nsLabel, b.ProfileName).Inc()
 		return stampOnly(ResultSkipped)
 	}
 	// 9. Dry run: log the would-be patch; bookkeeping is never dry-run.
@@ -171,29 +180,30 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		ops, _ := h.render(pod, result, nil)
 		would, _ := json.Marshal(ops)
 		log.Info("dry run: would size pod at admission", "dry_run", true, "action", "apply", "patch", string(would))
-		h.metrics.ApplySkipped.WithLabelValues("dry_run", policyName, ns, b.ProfileName).Inc()
+		h.metrics.ApplySkipped.WithLabelValues("dry_run", policyName, nsLabel, b.ProfileName).Inc()
 		return stampOnly(ResultDryRun)
 	}
 	// 10. Mutate.
-	out := h.patch(req, pod, result, bookkeeping, ResultMutated, log)
+	out := h.patch(pod, result, bookkeeping, ResultMutated, nsLabel, log)
 	if len(out.Patches) > 0 {
 		log.Info("sized pod at admission", "profile", b.ProfileName, "applied", applied(result.Annotations))
-		h.metrics.ApplyApplied.WithLabelValues(policyName, ns, b.ProfileName).Inc()
+		h.metrics.ApplyApplied.WithLabelValues(policyName, nsLabel, b.ProfileName).Inc()
 	}
 	return out
 }
 
 // patch renders the sizing result plus bookkeeping as the admission response and counts
-// result; a rendering failure admits the pod unchanged and counts not_available.
-func (h *Handler) patch(req admission.Request, pod *corev1.Pod, result sizing.Result, bookkeeping map[string]string,
-	counted string, log logr.Logger) admission.Response {
+// result under nsLabel; a rendering failure admits the pod unchanged and counts
+// not_available.
+func (h *Handler) patch(pod *corev1.Pod, result sizing.Result, bookkeeping map[string]string,
+	counted, nsLabel string, log logr.Logger) admission.Response {
 	ops, err := h.render(pod, result, bookkeeping)
 	if err != nil {
 		log.Error(err, "rendering patch; admitting unchanged")
-		h.count(ResultNotAvailable, req.Namespace)
+		h.count(ResultNotAvailable, nsLabel)
 		return admission.Allowed("ballast: internal error")
 	}
-	h.count(counted, req.Namespace)
+	h.count(counted, nsLabel)
 	if len(ops) == 0 {
 		return admission.Allowed("")
 	}

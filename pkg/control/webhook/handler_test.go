@@ -61,7 +61,9 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	// source would govern no pod.
 	km := &ballastv1.MetricsSource{ObjectMeta: metav1.ObjectMeta{Name: "km"},
 		Spec: ballastv1.MetricsSourceSpec{Type: ballastv1.SourceTypeKubernetesMetrics}}
-	f.c = fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, km)...).WithInterceptorFuncs(interceptor.Funcs{
+	// The requests' namespace exists (metrics label only namespaces that do).
+	team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+	f.c = fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, km, team)...).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if f.failGet != nil {
 				if err := f.failGet(obj); err != nil {
@@ -190,6 +192,29 @@ func TestSufficientProfileIsApplied(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(f.m.ApplyApplied.WithLabelValues("default", "team", name)); n != 1 {
 		t.Errorf("apply.applied = %v", n)
+	}
+}
+
+// TestMetricAttributesBounded: a caller chooses the labels of its pod and, forging a review,
+// its namespace; neither becomes a metric attribute. A pod no profile was made for counts
+// under profile "", a namespace that does not exist under namespace "".
+func TestMetricAttributesBounded(t *testing.T) {
+	f := newFixture(t, ballastConfig(), defaultPolicy())
+	ctx := context.Background()
+	f.h.Handle(ctx, request(t, ballastv1.ModeApply)) // labels app=shop: no profile exists
+	if n := testutil.ToFloat64(f.m.ApplySkipped.WithLabelValues("no_profile", "", "team", "")); n != 1 {
+		t.Errorf(`apply.skipped{no_profile, profile=""} = %v, want 1`, n)
+	}
+	forged := request(t, ballastv1.ModeApply)
+	forged.Namespace = "no-such-namespace"
+	if resp := f.h.Handle(ctx, forged); !resp.Allowed {
+		t.Fatalf("forged review denied: %v", resp.Result)
+	}
+	if n := testutil.ToFloat64(f.m.WebhookMutations.WithLabelValues(ResultSkipped, "")); n != 1 {
+		t.Errorf(`webhook.mutations{skipped, namespace=""} = %v, want 1`, n)
+	}
+	if n := testutil.CollectAndCount(f.m.ApplySkipped); n != 2 {
+		t.Errorf("apply.skipped has %d series, want 2 (team and the unknown namespace)", n)
 	}
 }
 

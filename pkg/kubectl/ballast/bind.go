@@ -65,13 +65,21 @@ func policies(ctx context.Context, c client.Reader, namespace string) ([]policyI
 		out = append(out, info(ballastv1.KindClusterResourcePolicy, "", p.Name, p.Spec.Priority, comp, err))
 	}
 	if namespace != "" {
+		// The cluster's ResourcePolicy floors, as the control plane applies them; the
+		// defaults when BallastConfig cannot be read.
+		var spec *ballastv1.BallastConfigSpec
+		cfg := &ballastv1.BallastConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Name: ballastv1.BallastConfigName}, cfg); err == nil {
+			spec = &cfg.Spec
+		}
+		floors, _ := policy.FloorsOf(spec)
 		rps := &ballastv1.ResourcePolicyList{}
 		if err := c.List(ctx, rps, client.InNamespace(namespace)); err != nil {
 			return nil, fmt.Errorf("listing ResourcePolicies of %s: %w", namespace, err)
 		}
 		for i := range rps.Items {
 			p := &rps.Items[i]
-			comp, err := policy.CompileNamespaced(p)
+			comp, err := policy.CompileNamespaced(p, floors)
 			out = append(out, info(ballastv1.KindResourcePolicy, p.Namespace, p.Name, p.Spec.Priority, comp, err))
 		}
 	}

@@ -12,11 +12,11 @@ import (
 func TestTrustedRef(t *testing.T) {
 	idLabels := []string{"app"}
 	spec := ballastv1.ResourcePolicySpec{Metrics: []ballastv1.MetricSpec{{Resource: "cpu", Field: "request", Source: "s", Aggregation: "p95"}}}
-	cluster, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "fleet", 1, spec)
+	cluster, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "fleet", 1, spec, policy.Floors{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	team, err := policy.Compile(ballastv1.KindResourcePolicy, "shop", "team", 1, spec)
+	team, err := policy.Compile(ballastv1.KindResourcePolicy, "shop", "team", 1, spec, policy.Floors{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestTrustedRef(t *testing.T) {
 		return Pod{Namespace: ns, Labels: map[string]string{"app": app}, ProfileRef: ref}
 	}
 	deployments, err := policy.Compile(ballastv1.KindClusterResourcePolicy, "", "deployments", 1, ballastv1.ResourcePolicySpec{
-		Selector: ballastv1.PolicySelector{Kinds: []string{"Deployment"}}, Metrics: spec.Metrics})
+		Selector: ballastv1.PolicySelector{Kinds: []string{"Deployment"}}, Metrics: spec.Metrics}, policy.Floors{})
 	if err != nil {
 		t.Fatal(err)
 	}

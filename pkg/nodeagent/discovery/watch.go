@@ -44,9 +44,10 @@ type Watcher struct {
 	synced   bool
 	pods     map[string]Pod // by UID, unresolved
 	config   *ballastv1.BallastConfigSpec
-	cluster  map[string][]ballastv1.MetricSpec // ClusterResourcePolicy name → metrics
-	ns       map[string][]ballastv1.MetricSpec // "<ns>/<name>" → metrics
-	compiled map[string]*policy.Compiled       // same keys as cluster and ns; nil when invalid
+	cluster  map[string][]ballastv1.MetricSpec    // ClusterResourcePolicy name → metrics
+	ns       map[string][]ballastv1.MetricSpec    // "<ns>/<name>" → metrics
+	compiled map[string]*policy.Compiled          // same keys as cluster and ns; nil when invalid
+	rps      map[string]*ballastv1.ResourcePolicy // "<ns>/<name>" → object, recompiled when the floors change
 	sources  map[string]policy.Source
 	hashes   map[string]string
 	capacity Capacity
@@ -102,8 +103,8 @@ func NewWatcher(cfg *rest.Config, o Options) (*Watcher, error) {
 	return &Watcher{
 		opts: o, cache: c, changed: make(chan struct{}, 1),
 		pods: map[string]Pod{}, cluster: map[string][]ballastv1.MetricSpec{}, ns: map[string][]ballastv1.MetricSpec{},
-		compiled: map[string]*policy.Compiled{},
-		sources:  map[string]policy.Source{}, hashes: map[string]string{},
+		compiled: map[string]*policy.Compiled{}, rps: map[string]*ballastv1.ResourcePolicy{},
+		sources: map[string]policy.Source{}, hashes: map[string]string{},
 	}, nil
 }
 
@@ -272,9 +273,29 @@ func (w *Watcher) upsertConfig(o client.Object) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	before := w.floorsLocked()
 	spec := c.Spec
 	w.config = &spec
+	w.recompileLocked(before)
 	w.touchLocked()
+}
+
+// floorsLocked are the ResourcePolicy floors of the current BallastConfig (the defaults
+// without one), as the control plane applies them.
+func (w *Watcher) floorsLocked() policy.Floors {
+	f, _ := policy.FloorsOf(w.config)
+	return f
+}
+
+// recompileLocked compiles every ResourcePolicy again when the floors differ from before.
+func (w *Watcher) recompileLocked(before policy.Floors) {
+	floors := w.floorsLocked()
+	if floors.Equal(before) {
+		return
+	}
+	for key, p := range w.rps {
+		w.compiled[key], _ = policy.CompileNamespaced(p, floors)
+	}
 }
 
 func (w *Watcher) removeConfig(o client.Object) {
@@ -283,7 +304,9 @@ func (w *Watcher) removeConfig(o client.Object) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	before := w.floorsLocked()
 	w.config = nil
+	w.recompileLocked(before)
 	w.touchLocked()
 }
 
@@ -317,15 +340,18 @@ func (w *Watcher) removeClusterPolicy(o client.Object) {
 
 func (w *Watcher) upsertPolicy(o client.Object) {
 	if p, ok := o.(*ballastv1.ResourcePolicy); ok {
-		c, _ := policy.CompileNamespaced(p)
 		key := PolicyKey(p.Namespace, p.Name)
-		w.set(func() bool { w.ns[key], w.compiled[key] = p.Spec.Metrics, c; return true })
+		w.set(func() bool {
+			c, _ := policy.CompileNamespaced(p, w.floorsLocked()) // nil when invalid or below a floor
+			w.ns[key], w.compiled[key], w.rps[key] = p.Spec.Metrics, c, p
+			return true
+		})
 	}
 }
 
 func (w *Watcher) removePolicy(o client.Object) {
 	key := PolicyKey(o.GetNamespace(), o.GetName())
-	w.set(func() bool { delete(w.ns, key); delete(w.compiled, key); return true })
+	w.set(func() bool { delete(w.ns, key); delete(w.compiled, key); delete(w.rps, key); return true })
 }
 
 // candidatesLocked are the policies that can govern pods, as the control plane counts

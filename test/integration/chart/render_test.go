@@ -186,6 +186,7 @@ func TestRenderDefaults(t *testing.T) {
 			IdentityLabels:  []string{"app.kubernetes.io/name", "app.kubernetes.io/component"},
 			OrphanTTL:       "168h",
 			RetentionWindow: "168h",
+			PolicyFloors:    ballastv1.PolicyFloors{MinResizeInterval: "1m", MinTimeSpan: "1h", MinThreshold: "1%"},
 		}
 		if diff := cmp.Diff(want, bc.Spec); diff != "" {
 			t.Errorf("spec (-want +got):\n%s", diff)
@@ -395,6 +396,7 @@ func checkControlRBAC(t *testing.T, m *manifests, extra []rbacv1.PolicyRule) {
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{""}, Resources: []string{"limitranges", "resourcequotas"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get", "list", "watch"}},

@@ -54,6 +54,7 @@ func TestValuesDefaults(t *testing.T) {
 		"ballastConfig.identityLabels":              []any{"app.kubernetes.io/name", "app.kubernetes.io/component"},
 		"ballastConfig.orphanTTL":                   "168h",
 		"ballastConfig.retentionWindow":             "168h",
+		"ballastConfig.policyFloors":                map[string]any{"minResizeInterval": "1m", "minTimeSpan": "1h", "minThreshold": "1%"},
 		"valkey.enabled":                            true,
 		"valkey.deploymentStrategy":                 "Recreate",
 		"valkey.tolerations":                        []any{},

@@ -109,7 +109,8 @@ func startEnv(t *testing.T, kube *harness.Kube, storeURL string, tune ...func(*a
 
 	// Cluster-wide configuration the way the chart installs it, with a fast readiness preset.
 	mustCreate(t, e.c, &ballastv1.BallastConfig{ObjectMeta: metav1.ObjectMeta{Name: ballastv1.BallastConfigName},
-		Spec: ballastv1.BallastConfigSpec{IdentityLabels: []string{"app.kubernetes.io/name", "app.kubernetes.io/component"}, OrphanTTL: "1h"}})
+		Spec: ballastv1.BallastConfigSpec{IdentityLabels: []string{"app.kubernetes.io/name", "app.kubernetes.io/component"}, OrphanTTL: "1h",
+			PolicyFloors: testFloors}})
 	for name, typ := range map[string]string{"kubernetes-metrics": ballastv1.SourceTypeKubernetesMetrics, "kubelet-summary": ballastv1.SourceTypeKubeletSummary} {
 		mustCreate(t, e.c, &ballastv1.MetricsSource{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: ballastv1.MetricsSourceSpec{Type: typ, Config: ballastv1.MetricsSourceConfig{PollInterval: "1s"}}})
@@ -118,6 +119,10 @@ func startEnv(t *testing.T, kube *harness.Kube, storeURL string, tune ...func(*a
 	e.waitWebhook(t)
 	return e
 }
+
+// testFloors let the suites' ResourcePolicies use the fast preset (2m spans, seconds-long
+// intervals); TestBoundedInputs sets the chart's defaults to check them.
+var testFloors = ballastv1.PolicyFloors{MinResizeInterval: "1s", MinTimeSpan: "1s", MinThreshold: "0"}
 
 func fastPolicy() ballastv1.ResourcePolicySpec {
 	return ballastv1.ResourcePolicySpec{

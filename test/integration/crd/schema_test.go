@@ -84,6 +84,9 @@ func TestSchemaDefaults(t *testing.T) {
 	if cfg.Spec.OrphanTTL != "168h" || cfg.Spec.RetentionWindow != "168h" || cfg.Spec.Suspended {
 		t.Errorf("BallastConfig defaults = %+v, want orphanTTL/retentionWindow 168h, suspended false", cfg.Spec)
 	}
+	if want := (ballastv1.PolicyFloors{MinResizeInterval: "1m", MinTimeSpan: "1h", MinThreshold: "1%"}); cfg.Spec.PolicyFloors != want {
+		t.Errorf("BallastConfig policyFloors defaults = %+v, want %+v", cfg.Spec.PolicyFloors, want)
+	}
 	if ms.Spec.Config.PollInterval != "60s" || ms.Spec.Config.ReservoirSize != 10000 {
 		t.Errorf("MetricsSource defaults = %+v, want pollInterval 60s, reservoirSize 10000", ms.Spec.Config)
 	}

@@ -28,6 +28,37 @@ type BallastConfigSpec struct {
 	// +optional
 	// +kubebuilder:default=false
 	Suspended bool `json:"suspended,omitempty"`
+
+	// PolicyFloors are the smallest values a namespaced ResourcePolicy may set; a
+	// ResourcePolicy below a floor is invalid. ClusterResourcePolicies, which only the
+	// cluster admin writes, are held only to Ballast's absolute floors.
+	// +optional
+	// +kubebuilder:default={}
+	PolicyFloors PolicyFloors `json:"policyFloors,omitempty"`
+}
+
+// PolicyFloors bound what tenants set in a ResourcePolicy (SPEC §2.1, §3.3). Each field is
+// defaulted by the schema; a value that does not parse counts as its default (warned once
+// per change), and a value below Ballast's absolute floor counts as the absolute floor.
+type PolicyFloors struct {
+	// MinResizeInterval is the smallest behaviors.resize.interval (Go duration).
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:MaxLength=32
+	MinResizeInterval string `json:"minResizeInterval,omitempty"`
+
+	// MinTimeSpan is the smallest readiness.minTimeSpan (Go duration).
+	// +optional
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:MaxLength=32
+	MinTimeSpan string `json:"minTimeSpan,omitempty"`
+
+	// MinThreshold is the smallest drift threshold, for every behaviors.thresholds value
+	// (percentage, "1%" ≡ "1").
+	// +optional
+	// +kubebuilder:default="1%"
+	// +kubebuilder:validation:MaxLength=32
+	MinThreshold string `json:"minThreshold,omitempty"`
 }
 
 // BallastConfigStatus is intentionally empty.

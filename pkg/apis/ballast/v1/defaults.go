@@ -12,6 +12,12 @@ const (
 	DefaultMaxChangePerCycle       = "50%"
 	DefaultResizeInterval          = "15m"
 
+	// Schema defaults of BallastConfig spec.policyFloors: the smallest values a ResourcePolicy
+	// may set. A blank or unparseable floor counts as its default.
+	DefaultFloorResizeInterval = "1m"
+	DefaultFloorMinTimeSpan    = "1h"
+	DefaultFloorThreshold      = "1%"
+
 	// DefaultHeadroom is the compute-time default of metrics[].headroom.
 	DefaultHeadroom = "1.0"
 
