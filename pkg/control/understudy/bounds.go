@@ -21,11 +21,10 @@ const (
 	DefaultMaxHold = time.Hour
 	// EvictionSurgeInterval is how long after one surge started on an eviction alone (the
 	// pod's node carried no doom signal) the next such surge of the same Understudy waits.
-	// Evictions in between are not held.
+	// Evictions in between are not held. Such a surge waits for the evictor to come back
+	// and take the pod up to the hold limit after it started; past it the stand-in is
+	// removed and the original pod kept.
 	EvictionSurgeInterval = time.Hour
-	// EvictionSurgeGrace is how long such a surge waits, after it started, for the evictor
-	// to retry and the pod to go; past it the stand-in is removed and the original kept.
-	EvictionSurgeGrace = 10 * time.Minute
 	// maxSeen bounds the webhook's per-replica memory of held pods.
 	maxSeen = 10000
 )

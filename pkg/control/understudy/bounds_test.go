@@ -32,12 +32,13 @@ func TestForgedEvictionKeepsTheOriginalPod(t *testing.T) {
 	if u := f.reconcile("guard"); u.Status.Phase != ballastv1.UnderstudyReleasing {
 		t.Fatalf("phase %s with a Ready stand-in", u.Status.Phase)
 	}
-	// Within the grace the evictor may still come back: nothing is scaled back yet.
-	f.clock.Step(EvictionSurgeGrace - time.Minute)
+	// Within readinessDeadlineSeconds (600 s) the evictor may still come back: nothing is
+	// scaled back yet.
+	f.clock.Step(9 * time.Minute)
 	if f.reconcile("guard"); *f.deployment().Spec.Replicas != 2 || cost(f, "web-a") != ballastv1.DoomedPodDeletionCost {
 		t.Fatalf("scaled back within the grace: replicas %d", *f.deployment().Spec.Replicas)
 	}
-	// Nobody evicted web-a: back to one replica with the stand-in marked for removal.
+	// Nobody evicted web-a by then: back to one replica with the stand-in marked for removal.
 	f.clock.Step(2 * time.Minute)
 	u = f.reconcile("guard")
 	if u.Status.Phase != ballastv1.UnderstudyIdle || u.Status.OriginalReplicas != nil || *f.deployment().Spec.Replicas != 1 {

@@ -117,9 +117,10 @@ func (c *Controller) surging(ctx context.Context, log logr.Logger, u *ballastv1.
 		return reconcile.Result{}, err
 	}
 	// A relocation dooms the pod, not its node: no node signal is expected. A surge started
-	// on an eviction alone waits EvictionSurgeGrace for the evictor to take the pod.
+	// on an eviction alone waits, up to the hold limit after it started, for the evictor to
+	// come back and take the pod.
 	withdrawn := !signalled && u.Status.BlockedSince == nil && !relocating(st)
-	graceEnd := st.LastSurgeTime.Add(EvictionSurgeGrace)
+	graceEnd := st.LastSurgeTime.Add(c.opts.holdLimit(u.Spec))
 	waiting := withdrawn && evictionSurge(st) && now.Before(graceEnd)
 	if podGone(doomedPod) || (withdrawn && !waiting) {
 		why := "doomed pod " + st.DoomedPod + " is gone"
