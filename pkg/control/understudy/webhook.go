@@ -57,7 +57,7 @@ type Decision struct {
 // records blockedSince; what that may start is bounded in the controller (bounds.go).
 func (e *Evictions) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create || req.SubResource != "eviction" || req.Resource.Resource != "pods" || req.Resource.Group != "" {
-		e.log.Info("not a pod eviction review: allowed without effect", "operation", req.Operation,
+		e.log.V(1).Info("not a pod eviction review: allowed without effect", "operation", req.Operation,
 			"resource", req.Resource.Resource, "subResource", req.SubResource)
 		return admission.Allowed("")
 	}

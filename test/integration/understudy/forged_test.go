@@ -67,12 +67,27 @@ func TestForgedEvictionReviewKeepsThePod(t *testing.T) {
 	orig := onePod(t, c, "team-forged", "web")
 
 	w := watch("team-forged", "web", orig.Name)
-	first := forge(t, c, "team-forged", orig.Name)
-	u := wantPhase(t, c, "team-forged", "guard", ballastv1.UnderstudyReleasing) // the surge's stand-in is Ready
-	t.Logf("first forged review: allowed %v (%v); surge at %s", first.Allowed, first.Result, u.Status.LastSurgeTime)
-	// Nobody evicts the pod: within readinessDeadlineSeconds of the surge the Understudy
-	// scales back and the ReplicaSet removes the stand-in.
-	wantPhase(t, c, "team-forged", "guard", ballastv1.UnderstudyIdle)
+	// Until the webhook replica's caches know the pod and the Understudy, it allows.
+	waitFor(t, c, "forged review held", func() error {
+		if r := forge(t, c, "team-forged", orig.Name); r.Allowed {
+			return fmt.Errorf("allowed")
+		}
+		return nil
+	})
+	// Nobody evicts the pod: once the stand-in is Ready and (now) readinessDeadlineSeconds
+	// after the surge the Understudy scales back and the ReplicaSet removes one pod.
+	var u *ballastv1.Understudy
+	waitFor(t, c, "surge and scale-back", func() error {
+		var err error
+		if u, err = phase(c, "team-forged", "guard"); err != nil {
+			return err
+		}
+		if u.Status.LastSurgeTime == nil || u.Status.LastReleaseTime == nil || u.Status.Phase != ballastv1.UnderstudyIdle {
+			return fmt.Errorf("status %+v", u.Status)
+		}
+		return nil
+	})
+	t.Logf("surge at %s, scale-back at %s", u.Status.LastSurgeTime.Format(time.RFC3339), u.Status.LastReleaseTime.Format(time.RFC3339))
 	wantReplicas(t, c, "team-forged", "web", 1)
 	waitFor(t, c, "one pod left", func() error {
 		ps, err := pods(c, "team-forged", "web")
