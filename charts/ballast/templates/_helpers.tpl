@@ -215,6 +215,12 @@ seccompProfile:
 {{- with .Values.understudy.involuntaryTaints }}
 - --understudy-involuntary-taints={{ join "," . }}
 {{- end }}
+{{- if ne (toString .Values.understudy.maxHold) "1h" }}
+- --understudy-max-hold={{ .Values.understudy.maxHold }}
+{{- end }}
+{{- end }}
+{{- if .Values.webhook.clientCA.configMap }}
+- --webhook-client-ca=/etc/ballast/webhook-client-ca/{{ .Values.webhook.clientCA.key }}
 {{- end }}
 {{- end -}}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resize"
+	"github.com/ballastk8s/ballast/pkg/control/understudy"
 	"github.com/ballastk8s/ballast/pkg/logging"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
@@ -33,8 +34,11 @@ type Options struct {
 	WebhookSecretName      string
 	WebhookConfigName      string
 	WebhookDNSNames        string
-	OperatorNamespace      string
-	RedisURL               string
+	// WebhookClientCA is a PEM CA bundle file; when set the webhook server requires and
+	// verifies a client certificate signed by it (the API server's admission client).
+	WebhookClientCA   string
+	OperatorNamespace string
+	RedisURL          string
 	// Store holds the store credentials and TLS settings (the password from a file or
 	// env BALLAST_STORE_PASSWORD, never a flag); its URL is RedisURL.
 	Store             store.Config
@@ -51,6 +55,8 @@ type Options struct {
 	// doom taint keys are comma-separated (§15.3).
 	Understudy                                        bool
 	UnderstudyDoomTaints, UnderstudyInvoluntaryTaints string
+	// UnderstudyMaxHold clamps every Understudy hold (readinessDeadlineSeconds).
+	UnderstudyMaxHold time.Duration
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on owners.
 	PredictedRequests bool
 	// PressureRaiseThreshold (percent of the time stalled on memory, 0 = off) and
@@ -99,6 +105,7 @@ func NewOptions() *Options {
 		HealthProbeBindAddress: ":8081",
 		LeaderElect:            true,
 		Understudy:             true,
+		UnderstudyMaxHold:      understudy.DefaultMaxHold,
 		Fallback:               true,
 		FallbackInterval:       30 * time.Second,
 		WebhookCertName:        "tls.crt",
@@ -138,6 +145,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookSecretName, "webhook-secret-name", o.WebhookSecretName, "builtin mode: Secret holding the CA and serving certificate")
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "builtin mode: MutatingWebhookConfiguration whose caBundle is kept in sync")
 	fs.StringVar(&o.WebhookDNSNames, "webhook-dns-names", o.WebhookDNSNames, "builtin mode: comma-separated serving certificate names/IPs (default <secret's service>.<ns>.svc forms)")
+	fs.StringVar(&o.WebhookClientCA, "webhook-client-ca", o.WebhookClientCA, "PEM CA bundle file: when set, the webhook server requires a client certificate signed by it (configure the API server's admission client certificate to match; read at start)")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "serve HTTP/2 on the webhook and metrics endpoints")
 	fs.StringVar(&o.OperatorNamespace, "operator-namespace", o.OperatorNamespace, "namespace of the kill-switch ConfigMap and leases (env POD_NAMESPACE)")
 	fs.StringVar(&o.RedisURL, "redis-url", o.RedisURL, "store URL, redis:// or rediss:// (env REDIS_URL); give the password with --store-password-file")
@@ -161,6 +169,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
+	fs.DurationVar(&o.UnderstudyMaxHold, "understudy-max-hold", o.UnderstudyMaxHold, "longest an Understudy may hold an eviction, whatever its readinessDeadlineSeconds")
 	fs.IntVar(&o.ProfileWorkers, "profile-workers", o.ProfileWorkers, "how many WorkloadProfiles are recomputed at once (each waits mostly on the store and the API server)")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiling endpoints (/debug/pprof/) on the metrics endpoint, behind its authentication when --metrics-secure")
 	fs.IntVar(&o.EnrollmentWorkers, "enrollment-workers", o.EnrollmentWorkers, "how many pods are bound to their profiles at once")
@@ -207,6 +216,9 @@ func (o *Options) Validate() error {
 	}
 	if o.EnrollmentWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--enrollment-workers %d: must be at least 1", o.EnrollmentWorkers))
+	}
+	if o.UnderstudyMaxHold < time.Second {
+		errs = append(errs, fmt.Errorf("--understudy-max-hold %v: must be at least 1s", o.UnderstudyMaxHold))
 	}
 	if o.FallbackInterval < time.Second {
 		errs = append(errs, fmt.Errorf("--fallback-interval %v: must be at least 1s", o.FallbackInterval))

@@ -33,3 +33,16 @@ func TestStatusRefreshInterval(t *testing.T) {
 		t.Errorf("a negative interval validated: %v", err)
 	}
 }
+
+// TestUnderstudyMaxHold: --understudy-max-hold defaults to an hour, reaches the Understudy
+// options, and must be at least a second.
+func TestUnderstudyMaxHold(t *testing.T) {
+	o := NewOptions()
+	if o.UnderstudyMaxHold != time.Hour || o.understudy().MaxHold != time.Hour {
+		t.Errorf("default max-hold %v / %v, want 1h", o.UnderstudyMaxHold, o.understudy().MaxHold)
+	}
+	o.UnderstudyMaxHold = 0
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--understudy-max-hold") {
+		t.Errorf("max-hold 0 validated: %v", err)
+	}
+}

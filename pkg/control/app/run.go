@@ -98,6 +98,10 @@ func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App,
 	if o.Profiling {
 		metricsOpts.ExtraHandlers = pprofHandlers()
 	}
+	clientCA, err := o.webhookClientAuth()
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 metricsOpts,
@@ -109,7 +113,7 @@ func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App,
 		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.certDir(),
-			CertName: o.WebhookCertName, KeyName: o.WebhookCertKey, TLSOpts: tlsOpts,
+			CertName: o.WebhookCertName, KeyName: o.WebhookCertKey, TLSOpts: append(clientCA, tlsOpts...),
 		}),
 	})
 	if err != nil {

@@ -10,6 +10,6 @@ const ComponentUnderstudy = "understudy"
 
 // understudy returns the Understudy settings from the flags.
 func (o *Options) understudy() understudy.Options {
-	return understudy.Options{OperatorNamespace: o.OperatorNamespace,
+	return understudy.Options{OperatorNamespace: o.OperatorNamespace, MaxHold: o.UnderstudyMaxHold,
 		Keys: doom.Keys{Voluntary: doom.ParseKeys(o.UnderstudyDoomTaints), Involuntary: doom.ParseKeys(o.UnderstudyInvoluntaryTaints)}}
 }

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +28,26 @@ func (o *Options) certDir() string {
 		return o.WebhookCertPath
 	}
 	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+}
+
+// webhookClientAuth is the webhook server's client authentication: with
+// --webhook-client-ca, a TLS handshake without a client certificate signed by that CA
+// fails before any request is read.
+func (o *Options) webhookClientAuth() ([]func(*tls.Config), error) {
+	if o.WebhookClientCA == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(o.WebhookClientCA)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-client-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--webhook-client-ca %s: no PEM certificate in it", o.WebhookClientCA)
+	}
+	return []func(*tls.Config){func(c *tls.Config) {
+		c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, pool
+	}}, nil
 }
 
 // dnsNames are the serving certificate's names in builtin mode.

@@ -53,6 +53,8 @@ type Options struct {
 	OperatorNamespace string
 	// Keys are the configured extra doom taint keys.
 	Keys doom.Keys
+	// MaxHold clamps every hold (--understudy-max-hold); 0 leaves readinessDeadlineSeconds alone.
+	MaxHold time.Duration
 }
 
 // Controller reconciles Understudies.

@@ -38,6 +38,16 @@ func (c *Controller) idle(ctx context.Context, log logr.Logger, u *ballastv1.Und
 		return reconcile.Result{}, c.writeStatus(ctx, u, st)
 	}
 	now := c.clock.Now()
+	if sig.Source == doom.SourceEviction {
+		// An eviction request alone is not proof that anything is taken away (anyone who
+		// can reach the webhook can forge one): one such surge per EvictionSurgeInterval.
+		if evictionSurgeLimited(st, now) {
+			log.Info("eviction-only surge rate-limited", "pod", pod.Name, "lastEvictionSurgeTime", st.LastEvictionSurgeTime.Time)
+			st.BlockedSince = nil
+			return reconcile.Result{}, c.writeStatus(ctx, u, st)
+		}
+		st.LastEvictionSurgeTime = &metav1.Time{Time: now}
+	}
 	orig := replicas(t.dep)
 	st.OriginalReplicas = &orig
 	st.DoomedPod, st.DoomedNode, st.DoomClass = pod.Name, sig.Node, string(sig.Class)
@@ -65,7 +75,7 @@ func (c *Controller) idle(ctx context.Context, log logr.Logger, u *ballastv1.Und
 	c.metrics.Surges.WithLabelValues(u.Namespace, u.Name).Inc()
 	log.Info("surge started", "pod", pod.Name, "node", sig.Node, "class", sig.Class, "source", sig.Source, "replicas", to)
 	c.events.Publish(surgeEvent(u, pod.Name, sig.Node, sig.Source, orig, to), podSurgeEvent(u, pod, sig.Node, sig.Source))
-	return reconcile.Result{RequeueAfter: time.Duration(ballastv1.UnderstudyReadinessDeadline(u.Spec)) * time.Second}, nil
+	return reconcile.Result{RequeueAfter: c.opts.holdLimit(u.Spec)}, nil
 }
 
 // doomed returns the protected pod on a doomed node, or the pod whose eviction the
@@ -106,12 +116,23 @@ func (c *Controller) surging(ctx context.Context, log logr.Logger, u *ballastv1.
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// A relocation dooms the pod, not its node: no node signal is expected.
+	// A relocation dooms the pod, not its node: no node signal is expected. A surge started
+	// on an eviction alone waits, up to the hold limit after it started, for the evictor to
+	// come back and take the pod.
 	withdrawn := !signalled && u.Status.BlockedSince == nil && !relocating(st)
-	if podGone(doomedPod) || withdrawn {
+	graceEnd := st.LastSurgeTime.Add(c.opts.holdLimit(u.Spec))
+	waiting := withdrawn && evictionSurge(st) && now.Before(graceEnd)
+	if podGone(doomedPod) || (withdrawn && !waiting) {
 		why := "doomed pod " + st.DoomedPod + " is gone"
 		if !podGone(doomedPod) {
 			why = "node " + st.DoomedNode + " is no longer doomed"
+			if evictionSurge(st) {
+				why = "pod " + st.DoomedPod + " was not evicted and its node is not doomed"
+			}
+			// The pod was never taken: keep it and remove the stand-in instead.
+			if err := c.keepOriginal(ctx, t, doomedPod); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
 		if err := c.scaleBack(ctx, log, u, st, t, why); err != nil {
 			return reconcile.Result{}, err
@@ -136,7 +157,7 @@ func (c *Controller) surging(ctx context.Context, log logr.Logger, u *ballastv1.
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	deadline := st.LastSurgeTime.Add(time.Duration(ballastv1.UnderstudyReadinessDeadline(u.Spec)) * time.Second)
+	deadline := st.LastSurgeTime.Add(c.opts.holdLimit(u.Spec))
 	minSurge := time.Duration(ballastv1.UnderstudyMinSurgeTime(u.Spec)) * time.Second
 	if relocating(st) {
 		return c.relocationStep(ctx, log, u, st, t, doomedPod, standIn, deadline)
@@ -153,7 +174,7 @@ func (c *Controller) surging(ctx context.Context, log logr.Logger, u *ballastv1.
 	case st.Phase == ballastv1.UnderstudySurging && c.state.Get().Active():
 		c.relax(st, u, RelaxKillSwitch, "kill switch active")
 	case st.Phase == ballastv1.UnderstudySurging && !now.Before(deadline):
-		c.relax(st, u, RelaxDeadline, fmt.Sprintf("no Ready stand-in within readinessDeadlineSeconds (%ds)", ballastv1.UnderstudyReadinessDeadline(u.Spec)))
+		c.relax(st, u, RelaxDeadline, fmt.Sprintf("no Ready stand-in within readinessDeadlineSeconds clamped to --understudy-max-hold (%s)", c.opts.holdLimit(u.Spec)))
 	case st.Phase == ballastv1.UnderstudySurging && signalled && doom.TooClose(sig, now, minSurge):
 		c.relax(st, u, RelaxDeadlineTooClose, "node "+st.DoomedNode+" goes away sooner than minSurgeTimeSeconds")
 	}
@@ -168,6 +189,9 @@ func (c *Controller) surging(ctx context.Context, log logr.Logger, u *ballastv1.
 	res := reconcile.Result{RequeueAfter: defaultRequeuePeriod}
 	if st.Phase == ballastv1.UnderstudySurging && deadline.Sub(now) < res.RequeueAfter {
 		res.RequeueAfter = deadline.Sub(now) + 10*time.Millisecond
+	}
+	if waiting && graceEnd.Sub(now) < res.RequeueAfter {
+		res.RequeueAfter = graceEnd.Sub(now) + 10*time.Millisecond
 	}
 	return res, nil
 }

@@ -34,6 +34,7 @@ type Evictions struct {
 	events  *events.Recorder
 	log     logr.Logger
 	opts    Options
+	seen    firstSeen // when this replica first held each pod's eviction
 }
 
 // NewEvictions returns the eviction webhook handler.
@@ -51,10 +52,19 @@ type Decision struct {
 	first      bool                 // the first hold of this surge: record blockedSince
 }
 
-// Handle implements admission.Handler.
+// Handle implements admission.Handler. The review's body is not authenticated (anyone who
+// reaches the port can send one), so it only ever answers and, for a plausible eviction,
+// records blockedSince; what that may start is bounded in the controller (bounds.go).
 func (e *Evictions) Handle(ctx context.Context, req admission.Request) admission.Response {
-	dry := req.DryRun != nil && *req.DryRun
-	d, err := e.decide(ctx, req.Namespace, req.Name, !dry)
+	if req.Operation != admissionv1.Create || req.SubResource != "eviction" || req.Resource.Resource != "pods" || req.Resource.Group != "" {
+		e.log.V(1).Info("not a pod eviction review: allowed without effect", "operation", req.Operation,
+			"resource", req.Resource.Resource, "subResource", req.SubResource)
+		return admission.Allowed("")
+	}
+	// A dry-run eviction gets the real answer but is no doom signal; nor is a review
+	// without the requesting user the API server always fills in.
+	record := (req.DryRun == nil || !*req.DryRun) && req.UserInfo.Username != ""
+	d, err := e.decide(ctx, req.Namespace, req.Name, record)
 	if err != nil {
 		e.log.Error(err, "deciding an eviction: allowing it", "pod", req.Namespace+"/"+req.Name)
 		return admission.Allowed("")
@@ -129,19 +139,30 @@ func (e *Evictions) decideProtected(ctx context.Context, key types.NamespacedNam
 	if ready := findCond(st.Conditions, ballastv1.ConditionReady); st.Phase == ballastv1.UnderstudyIdle && ready != nil && ready.Reason == ReasonRollingOut {
 		return allow, nil
 	}
-	class := doom.Voluntary
+	class, nodeDoomed := doom.Voluntary, false
 	n := &corev1.Node{}
 	if err := e.reader.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, n); err == nil {
 		if s, ok := doom.Merge(doom.FromNode(n, e.opts.Keys)); ok {
-			class = s.Class
+			class, nodeDoomed = s.Class, true
 		}
 	}
 	if !doom.Held(ballastv1.UnderstudyHoldMode(u.Spec), class) {
 		return allow, nil
 	}
-	// Bounded without the leader: a hold never outlives readinessDeadlineSeconds.
-	limit := time.Duration(ballastv1.UnderstudyReadinessDeadline(u.Spec)) * time.Second
 	now := e.clock.Now()
+	// An eviction alone (no doom signal on the node) may start one surge per
+	// EvictionSurgeInterval; the ones in between are not held (nothing would replace the pod).
+	if !nodeDoomed && st.OriginalReplicas == nil && st.BlockedSince == nil && evictionSurgeLimited(&st, now) {
+		return allow, nil
+	}
+	// Bounded without the leader: a hold never outlives readinessDeadlineSeconds clamped
+	// to --understudy-max-hold, counted from the surge, the first recorded hold, and the
+	// first hold this replica saw (which needs no status write and no leader).
+	limit := e.opts.holdLimit(u.Spec)
+	first, ok := e.seen.since(pod.Namespace+"/"+pod.Name+"/"+string(pod.UID), now, limit)
+	if !ok || now.Sub(first) >= limit {
+		return allow, nil
+	}
 	for _, t := range []*metav1.Time{st.BlockedSince, st.LastSurgeTime} {
 		if t != nil && st.Phase == ballastv1.UnderstudySurging && now.Sub(t.Time) >= limit {
 			return allow, nil

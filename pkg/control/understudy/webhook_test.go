@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -16,7 +17,7 @@ import (
 
 func evictionRequest(ns, name string) admission.Request {
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: ns, Name: name,
-		Operation: admissionv1.Create, SubResource: "eviction",
+		Operation: admissionv1.Create, SubResource: "eviction", UserInfo: authenticationv1.UserInfo{Username: "system:admin"},
 		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}}}
 }
 

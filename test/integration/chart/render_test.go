@@ -59,7 +59,7 @@ func TestRenderDefaults(t *testing.T) {
 		"Job/ballast-crd-upgrade",
 		"MetricsSource/kubelet-summary", "MetricsSource/kubernetes-metrics",
 		"MutatingWebhookConfiguration/ballast",
-		"NetworkPolicy/ballast-valkey",
+		"NetworkPolicy/ballast-control", "NetworkPolicy/ballast-valkey",
 		"PersistentVolumeClaim/ballast-valkey",
 		"Pod/ballast-test-webhook",
 		"PodDisruptionBudget/ballast",

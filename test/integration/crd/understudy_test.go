@@ -58,6 +58,17 @@ func TestUnderstudySchema(t *testing.T) {
 			t.Errorf("%s: err = %v, want a rejection naming the field", field, err)
 		}
 	}
+	// A hold of more than an hour blocks drains for no stand-in's sake: refused.
+	long := understudy(uniq("us-long"))
+	long.Spec.ReadinessDeadlineSeconds = 3601
+	if err := c.Create(cx, long); err == nil || !strings.Contains(err.Error(), "readinessDeadlineSeconds") {
+		t.Errorf("readinessDeadlineSeconds 3601: err = %v, want a rejection", err)
+	}
+	long = understudy(uniq("us-hour"))
+	long.Spec.ReadinessDeadlineSeconds = 3600
+	if err := c.Create(cx, long); err != nil {
+		t.Errorf("readinessDeadlineSeconds 3600 refused: %v", err)
+	}
 }
 
 // TestUnderstudyPrinterColumns runs the real kubectl: target, mode, phase, blocked, age;

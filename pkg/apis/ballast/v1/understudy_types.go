@@ -63,9 +63,12 @@ type UnderstudySpec struct {
 	// +kubebuilder:validation:Minimum=0
 	MinSurgeTimeSeconds *int32 `json:"minSurgeTimeSeconds,omitempty"`
 	// ReadinessDeadlineSeconds: no Ready stand-in this long after the surge relaxes the hold.
+	// At most one hour: a stand-in not Ready by then will not be, and a longer hold only
+	// blocks the drain (ballast-control also clamps it to --understudy-max-hold).
 	// +optional
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
 	ReadinessDeadlineSeconds int32 `json:"readinessDeadlineSeconds,omitempty"`
 	// HoldMode says whether evictions are held; the surge happens in every mode.
 	// +optional
@@ -91,6 +94,10 @@ type UnderstudyStatus struct {
 	// LastReleaseTime is when the last surge ended with the target back at its original replica count.
 	// +optional
 	LastReleaseTime *metav1.Time `json:"lastReleaseTime,omitempty"`
+	// LastEvictionSurgeTime is when the last surge started on an eviction request alone (the
+	// pod's node carried no doom signal); such surges are rate-limited per Understudy.
+	// +optional
+	LastEvictionSurgeTime *metav1.Time `json:"lastEvictionSurgeTime,omitempty"`
 	// BlockedSince is the time of the oldest held eviction; omitted when none is held.
 	// +optional
 	BlockedSince *metav1.Time `json:"blockedSince,omitempty"`

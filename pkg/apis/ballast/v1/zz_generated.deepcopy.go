@@ -794,6 +794,10 @@ func (in *UnderstudyStatus) DeepCopyInto(out *UnderstudyStatus) {
 		in, out := &in.LastReleaseTime, &out.LastReleaseTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LastEvictionSurgeTime != nil {
+		in, out := &in.LastEvictionSurgeTime, &out.LastEvictionSurgeTime
+		*out = (*in).DeepCopy()
+	}
 	if in.BlockedSince != nil {
 		in, out := &in.BlockedSince, &out.BlockedSince
 		*out = (*in).DeepCopy()
