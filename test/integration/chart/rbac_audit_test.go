@@ -35,6 +35,8 @@ var unbounded = []struct {
 	{"authorization.k8s.io", "subjectaccessreviews", []string{"create"}, false, false, "a review asks the API server a question and stores nothing"},
 	{"coordination.k8s.io", "leases", []string{"create", "update", "patch", "delete"}, false, true, "leader election: Leases of the release namespace only"},
 	{"", "secrets", []string{"update"}, true, true, "the one certificate Secret of the release, by name"},
+	{"", "serviceaccounts/token", []string{"create"}, true, true,
+		"operators' debug Role: mints audience-bound tokens of the debug ServiceAccount only, by name (that account has no RBAC of its own)"},
 	{"apiextensions.k8s.io", "customresourcedefinitions", []string{"patch", "update"}, true, false, "the CRD hook applies Ballast's own CRDs, by name"},
 	{"apiextensions.k8s.io", "customresourcedefinitions", []string{"create"}, false, false,
 		"the CRD hook creates a missing Ballast CRD (RBAC cannot name a create; the pre-install hook runs before any policy exists)"},
