@@ -25,6 +25,11 @@ const (
 	// longer back: the store lost its history (reason StoreReset) and the last good
 	// recommendations are kept until the history re-accrues; removed then.
 	ConditionStale = "Stale"
+	// ConditionRecommendationBounded is True while a recommendation of the profile is not
+	// followed as computed but capped, because one node's samples disagree strongly with
+	// the other nodes' samples of the same series (reason OutlierNode, the message naming
+	// the node, resource and both figures); removed when no node disagrees.
+	ConditionRecommendationBounded = "RecommendationBounded"
 
 	ReasonValid             = "Valid"
 	ReasonSamplesCollected  = "SamplesCollected"
