@@ -10,7 +10,7 @@ import (
 
 // Node attribution. Besides its histogram, a window hash carries a small tally per node
 // that wrote into it: fields "n:<node>:c" (the node's samples) and "n:<node>:s" (their sum,
-// each sample rounded to a whole unit, so both fields are plain integer adds, HINCRBY, and
+// rounded to a whole unit per window, so both fields are plain integer adds, HINCRBY, and
 // commute like every other field). A window has as many tallies as nodes wrote it; windows
 // written before attribution, or by the control plane's fallback source, have none.
 //

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"slices"
+	"strings"
 	"unique"
 
 	"github.com/ballastk8s/ballast/pkg/series"
@@ -17,6 +19,12 @@ import (
 
 // maxNodesPerSeries bounds a series' summary (24 bytes a node).
 const maxNodesPerSeries = 64
+
+// nodeAttribution is a profile's summary: closed windows since the last load, and the
+// open windows of the last Read, each indexed like the profile's series table.
+type nodeAttribution struct {
+	closed, open [][]nodeSum
+}
 
 // nodeSum is one node's share of a series: the name interned (8 bytes, shared by every
 // series the node writes), its samples and their sum.
@@ -65,10 +73,13 @@ func (pc *profileCache) noteNodes(sid int32, fields map[string]string, closed, r
 	if err != nil || len(ts) == 0 {
 		return
 	}
+	if pc.nodes == nil {
+		pc.nodes = &nodeAttribution{}
+	}
 	if closed {
-		addNodeSums(&pc.nodes, sid, ts)
+		addNodeSums(&pc.nodes.closed, sid, ts)
 	} else {
-		addNodeSums(&pc.openNodes, sid, ts)
+		addNodeSums(&pc.nodes.open, sid, ts)
 	}
 }
 
@@ -84,15 +95,15 @@ func (r *Reader) Nodes(profile string) map[series.SeriesID][]series.NodeTally {
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	var all [][]nodeSum
-	for sid, s := range pc.nodes {
-		for _, x := range s {
-			addNodeSums(&all, int32(sid), []series.NodeTally{{Node: x.node.Value(), N: x.n, Sum: x.sum}})
-		}
+	if pc.nodes == nil {
+		return nil
 	}
-	for sid, s := range pc.openNodes {
-		for _, x := range s {
-			addNodeSums(&all, int32(sid), []series.NodeTally{{Node: x.node.Value(), N: x.n, Sum: x.sum}})
+	var all [][]nodeSum
+	for _, part := range [][][]nodeSum{pc.nodes.closed, pc.nodes.open} {
+		for sid, s := range part {
+			for _, x := range s {
+				addNodeSums(&all, int32(sid), []series.NodeTally{{Node: x.node.Value(), N: x.n, Sum: x.sum}})
+			}
 		}
 	}
 	out := map[series.SeriesID][]series.NodeTally{}
@@ -111,9 +122,5 @@ func (r *Reader) Nodes(profile string) map[series.SeriesID][]series.NodeTally {
 }
 
 func sortTallies(ts []series.NodeTally) {
-	for i := 1; i < len(ts); i++ {
-		for j := i; j > 0 && ts[j].Node < ts[j-1].Node; j-- {
-			ts[j], ts[j-1] = ts[j-1], ts[j]
-		}
-	}
+	slices.SortFunc(ts, func(a, b series.NodeTally) int { return strings.Compare(a.Node, b.Node) })
 }

@@ -130,10 +130,9 @@ type profileCache struct {
 	// reread holds the windows whose fold was skipped because they changed (a late flush):
 	// read them again even if settled.
 	reread map[string]bool
-	// nodes and openNodes attribute samples to the nodes that wrote them (nodes.go):
-	// closed windows since the last load, and the open windows of the last Read. Indexed
-	// like ids; nil while no window carried node tallies.
-	nodes, openNodes [][]nodeSum
+	// nodes attributes samples to the nodes that wrote them (nodes.go); nil while no
+	// window carried node tallies, so a profile without them pays one pointer.
+	nodes *nodeAttribution
 }
 
 // maxAttempts bounds how often a Read restarts because another Reader compacted meanwhile.
@@ -329,7 +328,9 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		}
 	}
 	l := r.layout
-	pc.openNodes = nil // read again below
+	if pc.nodes != nil {
+		pc.nodes.open = nil // read again below
+	}
 	open := map[string]cachedHist{}
 	var gone []string
 	groups := map[string]*compactGroup{}
