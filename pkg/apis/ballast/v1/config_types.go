@@ -28,6 +28,11 @@ type BallastConfigSpec struct {
 	// +optional
 	// +kubebuilder:default=false
 	Suspended bool `json:"suspended,omitempty"`
+
+	// Bounds caps every recommendation Ballast applies by the administrator's figures
+	// instead of what nodes report about themselves (NodeBounds).
+	// +optional
+	Bounds *NodeBounds `json:"bounds,omitempty"`
 }
 
 // BallastConfigStatus is intentionally empty.
