@@ -61,6 +61,8 @@ type WindowUpdate struct {
 	// Start is the window start, WindowStart(t, layout.Window) of its samples.
 	Start time.Time
 	Hist  *Histogram
+	// Node, when set, is the writing node: the window also gets its tally (NodeFields).
+	Node string
 }
 
 // Validate checks that u can be written under l.
@@ -73,6 +75,11 @@ func (u WindowUpdate) Validate(l Layout) error {
 	}
 	if u.Hist == nil || u.Hist.N == 0 {
 		return fmt.Errorf("window of %s at %s: no samples", u.Series, u.Start.UTC().Format(time.RFC3339))
+	}
+	if u.Node != "" {
+		if err := CheckNodeName(u.Node); err != nil {
+			return fmt.Errorf("window of %s at %s: %w", u.Series, u.Start.UTC().Format(time.RFC3339), err)
+		}
 	}
 	if end := u.Start.Add(l.Window).Unix(); u.Hist.FirstUnix < u.Start.Unix() || u.Hist.LastUnix >= end {
 		return fmt.Errorf("window of %s at %s: samples from %d to %d lie outside it", u.Series, u.Start.UTC().Format(time.RFC3339), u.Hist.FirstUnix, u.Hist.LastUnix)
@@ -127,9 +134,9 @@ func sortedBuckets(b map[int32]int64) []int32 {
 }
 
 // Decode parses a window or rollup hash (as returned by HGETALL) into a histogram. An empty
-// hash is an empty histogram. Unknown fields, unparsable or out-of-range numbers, missing
-// stat fields and inconsistent values (count ≠ Σ buckets, min above max, extremes outside
-// the outermost buckets) are errors.
+// hash is an empty histogram. Node tallies (DecodeNodes) are skipped. Unknown fields,
+// unparsable or out-of-range numbers, missing stat fields and inconsistent values (count ≠
+// Σ buckets, min above max, extremes outside the outermost buckets) are errors.
 func Decode(fields map[string]string) (*Histogram, error) {
 	h := &Histogram{}
 	if len(fields) == 0 {
@@ -140,7 +147,7 @@ func Decode(fields map[string]string) (*Histogram, error) {
 	var total int64
 	lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
 	for f, v := range fields {
-		if _, ok := ops[f]; ok {
+		if _, ok := ops[f]; ok || isNodeField(f) {
 			continue
 		}
 		i, err := strconv.ParseInt(f, 10, 32)

@@ -38,6 +38,7 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 			r.reloads.Add(1)
 			pc.rollups, pc.epoch, pc.loaded, pc.open, pc.ids = map[histKey]series.Packed{}, before, true, nil, nil
 			pc.base, pc.baseFrom, pc.recentFrom = nil, time.Time{}, time.Time{}
+			pc.nodes = nil
 			return nil
 		}
 		cmds := make(valkey.Commands, 0, len(members)+1)
@@ -88,6 +89,7 @@ func (r *Reader) load(ctx context.Context, profile string, pc *profileCache, now
 		r.reloads.Add(1)
 		// A table at its size: it was grown by appending, and lives until the next load.
 		pc.rollups, pc.epoch, pc.loaded, pc.open, pc.ids = rollups, before, true, nil, slices.Clone(ids)
+		pc.nodes = nil // every pending window is read again
 		r.mergeBase(profile, pc, now)
 		return nil
 	}

@@ -18,6 +18,9 @@ type ProfileSeries struct {
 	// Fallback counts the retained container usage samples (cpu, memory, ephemeral-storage)
 	// and how many of them came through the fallback source.
 	Fallback FallbackShare
+	// Nodes attributes the container usage series to the nodes that wrote them
+	// (container → resource → one share per node; Reader.Nodes says which windows count).
+	Nodes map[string]map[string][]recommend.NodeShare
 }
 
 // FallbackShare is how much of a profile's retained container usage history came through
@@ -102,6 +105,7 @@ func (s *ProfileReader) read(ctx context.Context, hash string, now time.Time, re
 	for _, ci := range byName {
 		out.Containers = append(out.Containers, *ci)
 	}
+	out.Nodes = nodeShares(r.Nodes(hash))
 	ooms, err := r.ReadOOM(ctx, hash, "")
 	if err != nil {
 		return ProfileSeries{}, err
@@ -138,4 +142,28 @@ func (s *ProfileReader) Purge(ctx context.Context, hash string) error {
 		r.Forget(hash)
 	}
 	return nil
+}
+
+// nodeShares keeps the container usage series of a reader's node tallies.
+func nodeShares(tallies map[series.SeriesID][]series.NodeTally) map[string]map[string][]recommend.NodeShare {
+	var out map[string]map[string][]recommend.NodeShare
+	for id, ts := range tallies {
+		if id.Container == "" || id.Signal != series.SignalUsage {
+			continue
+		}
+		if out == nil {
+			out = map[string]map[string][]recommend.NodeShare{}
+		}
+		byRes := out[id.Container]
+		if byRes == nil {
+			byRes = map[string][]recommend.NodeShare{}
+			out[id.Container] = byRes
+		}
+		shares := make([]recommend.NodeShare, 0, len(ts))
+		for _, t := range ts {
+			shares = append(shares, recommend.NodeShare{Node: t.Node, Samples: t.N, Sum: t.Sum})
+		}
+		byRes[id.Resource] = shares
+	}
+	return out
 }

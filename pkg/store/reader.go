@@ -130,6 +130,9 @@ type profileCache struct {
 	// reread holds the windows whose fold was skipped because they changed (a late flush):
 	// read them again even if settled.
 	reread map[string]bool
+	// nodes attributes samples to the nodes that wrote them (nodes.go); nil while no
+	// window carried node tallies, so a profile without them pays one pointer.
+	nodes *nodeAttribution
 }
 
 // maxAttempts bounds how often a Read restarts because another Reader compacted meanwhile.
@@ -325,6 +328,9 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		}
 	}
 	l := r.layout
+	if pc.nodes != nil {
+		pc.nodes.open = nil // read again below
+	}
 	open := map[string]cachedHist{}
 	var gone []string
 	groups := map[string]*compactGroup{}
@@ -371,7 +377,9 @@ func (r *Reader) sync(ctx context.Context, profile string, pc *profileCache, now
 		if err != nil {
 			return false, fmt.Errorf("reading window %s of %s: %w", m, profile, err)
 		}
-		place(m, fields[series.FieldCount], cachedHist{sid: pc.ids.index(id), start: start.Unix(), hist: series.PackValue(h), settled: l.Closed(start, now)})
+		sid, closed := pc.ids.index(id), l.Closed(start, now)
+		pc.noteNodes(sid, fields, closed, pc.reread[m])
+		place(m, fields[series.FieldCount], cachedHist{sid: sid, start: start.Unix(), hist: series.PackValue(h), settled: closed})
 	}
 	r.windows.Add(int64(len(read) - len(gone)))
 	pc.reread = nil

@@ -84,7 +84,7 @@ func (w *Writer) Flush(ctx context.Context, updates []series.WindowUpdate) error
 			call := scriptCall{keys: []string{series.IndexKey(p), series.PendingKey(p)}, args: []string{ttl}}
 			for _, i := range batch {
 				u := updates[i]
-				fields := u.Hist.WireFields()
+				fields := append(u.Hist.WireFields(), series.NodeFields(u.Node, u.Hist)...)
 				call.keys = append(call.keys, series.WindowKey(u.Series, u.Start))
 				call.args = append(call.args, series.Member(u.Series, u.Start), u.Series.Token(),
 					strconv.FormatInt(u.Start.Unix(), 10), strconv.FormatInt(w.layout.WindowExpiry(u.Start).Unix(), 10),

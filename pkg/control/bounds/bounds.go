@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -22,6 +23,9 @@ type Source struct {
 	reader client.Reader
 	// NodeCap caps recommendations at the largest node's allocatable (the default).
 	NodeCap bool
+	// Admin returns the administrator's bounds (BallastConfig spec.bounds), nil for none;
+	// a nil Admin is none. See admin.go.
+	Admin func() *ballastv1.NodeBounds
 
 	// With a Node informer watched (Watch), the largest allocatable is recomputed only
 	// after a node event, not on every admission.
@@ -29,6 +33,8 @@ type Source struct {
 	dirty   atomic.Bool
 	mu      sync.Mutex
 	nodeMax map[corev1.ResourceName]sizing.Range
+	// selector is the trusted-node selector nodeMax was computed with ("" for every node).
+	selector string
 }
 
 // Watch makes s recompute the node cap only after inf (the cache's Node informer) reports
@@ -73,29 +79,48 @@ func (s *Source) Read(ctx context.Context, namespace string) (Objects, error) {
 		return o, fmt.Errorf("listing ResourceQuotas of %s: %w", namespace, err)
 	}
 	o.LimitRanges, o.Quotas = lrs.Items, qs.Items
+	var admin *ballastv1.NodeBounds
+	if s.Admin != nil {
+		admin = s.Admin()
+	}
 	if !s.NodeCap {
+		o.NodeMax = adminMax(nil, admin)
 		return o, nil
 	}
-	var err error
-	o.NodeMax, err = s.largest(ctx)
+	nodeMax, err := s.largest(ctx, admin)
+	o.NodeMax = adminMax(nodeMax, admin)
 	return o, err
 }
 
-// largest is LargestAllocatable over the cached nodes, memoized between node events when
-// watched.
-func (s *Source) largest(ctx context.Context) (map[corev1.ResourceName]sizing.Range, error) {
+// largest is LargestAllocatable over the cached nodes admin trusts, memoized between node
+// events (and changes of the selector) when watched.
+func (s *Source) largest(ctx context.Context, admin *ballastv1.NodeBounds) (map[corev1.ResourceName]sizing.Range, error) {
+	sel, selKey, err := trustedSelector(admin)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.watched.Load() && !s.dirty.Load() {
+	if s.watched.Load() && !s.dirty.Load() && s.selector == selKey {
 		return s.nodeMax, nil
 	}
 	s.dirty.Store(false) // an event from here on marks it again
 	nodes := &corev1.NodeList{}
-	if err := s.reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
+	if sel != nil {
+		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+	}
+	if err := s.reader.List(ctx, nodes, opts...); err != nil {
 		s.dirty.Store(true)
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	s.nodeMax = LargestAllocatable(nodes.Items)
+	s.nodeMax, s.selector = LargestAllocatable(nodes.Items), selKey
+	if sel != nil {
+		for res, r := range s.nodeMax {
+			r.MaxFrom = "largest trusted node allocatable " + r.Max.String(res)
+			s.nodeMax[res] = r
+		}
+	}
 	return s.nodeMax, nil
 }
 

@@ -104,7 +104,9 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 		logf.FromContext(ctx).Info("profile history re-accrued after a store reset: Stale cleared", "profile", wp.Name, "policy", policyName)
 	}
 	wasMet := wp.Status.MeetsThreshold
+	outliers := boundOutliers(&res, series.Nodes)
 	res.ApplyTo(next)
+	setBounded(ctx, wp, next, outliers, now)
 	c.applyFallback(wp.Name, next, series.Fallback, wp.Generation, now)
 	switch {
 	case !wasMet && next.MeetsThreshold:

@@ -57,6 +57,7 @@ func transitions(wp *ballastv1.WorkloadProfile, next *ballastv1.WorkloadProfileS
 	for _, b := range oomBumps(old.Containers, next.Containers) {
 		ev(corev1.EventTypeWarning, EventOOMBump, b)
 	}
+	out = append(out, boundedTransition(wp, next)...)
 	return append(out, storeFullEvents(wp, next)...)
 }
 

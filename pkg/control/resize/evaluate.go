@@ -95,7 +95,11 @@ func (c *Controller) evaluate(ctx context.Context, pc *profileCtx, pod *corev1.P
 		"policy", pc.policyLabel(), "action", "resize")
 	// The same bounds as admission: the namespace's LimitRanges and quota headroom, the
 	// largest node's allocatable. Unreadable bounds resize nothing.
-	objs, err := bounds.New(c.client).Read(ctx, pod.Namespace)
+	src := bounds.New(c.client)
+	if c.state != nil {
+		src.Admin = bounds.FromState(c.state) // BallastConfig spec.bounds
+	}
+	objs, err := src.Read(ctx, pod.Namespace)
 	if err != nil {
 		log.Error(err, "reading bounds; not resizing")
 		return proposal{}, false

@@ -57,7 +57,11 @@ type Handler struct {
 // New returns the handler. dryRun is true for --dry-run apply and all.
 func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *resolve.Resolver,
 	m *Metrics, dryRun bool, log logr.Logger) *Handler {
-	return &Handler{reader: reader, state: state, resolver: r, metrics: m, bounds: bounds.New(reader),
+	b := bounds.New(reader)
+	if state != nil {
+		b.Admin = bounds.FromState(state) // BallastConfig spec.bounds
+	}
+	return &Handler{reader: reader, state: state, resolver: r, metrics: m, bounds: b,
 		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log, render: sizing.JSONPatch}
 }
 

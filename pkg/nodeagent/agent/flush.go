@@ -162,6 +162,7 @@ func (a *Agent) flushBatch(ctx context.Context, w *store.Writer, l series.Layout
 	valid := ups[:0:0]
 	var rejected []series.WindowUpdate
 	for _, u := range ups {
+		u.Node = a.o.NodeName // attribution: the store's readers can tell which node wrote what
 		if u.Validate(l) != nil {
 			rejected = append(rejected, u)
 		} else {

@@ -35,6 +35,11 @@ type BallastConfigSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	PolicyFloors PolicyFloors `json:"policyFloors,omitempty"`
+
+	// Bounds caps every recommendation Ballast applies by the administrator's figures
+	// instead of what nodes report about themselves (NodeBounds).
+	// +optional
+	Bounds *NodeBounds `json:"bounds,omitempty"`
 }
 
 // PolicyFloors bound what tenants set in a ResourcePolicy (SPEC §2.1, §3.3). Each field is

@@ -30,6 +30,11 @@ const (
 	// new history is recorded. Its message gives the used and maximum bytes. Removed once
 	// the store accepts writes again.
 	ConditionStoreFull = "StoreFull"
+	// ConditionRecommendationBounded is True while a recommendation of the profile is not
+	// followed as computed but capped, because one node's samples disagree strongly with
+	// the other nodes' samples of the same series (reason OutlierNode, the message naming
+	// the node, resource and both figures); removed when no node disagrees.
+	ConditionRecommendationBounded = "RecommendationBounded"
 
 	ReasonValid             = "Valid"
 	ReasonSamplesCollected  = "SamplesCollected"
