@@ -51,6 +51,11 @@ verify: generate ## regenerate everything and fail if the tree changed
 	@sha256sum pkg/nodeagent/ebpf/*.o > /tmp/ballast-bpf.sum && $(GO) generate ./pkg/nodeagent/ebpf/ && sha256sum -c --quiet /tmp/ballast-bpf.sum || { echo "eBPF objects are not reproducible: two generations differ"; exit 1; }
 	@$(GO) mod tidy -diff
 	@cd hack/imagebuild && $(GO) mod tidy -diff
+	@$(GO) run ./hack/archtable -check
+
+.PHONY: archtable
+archtable: ## rewrite the package import table and diagram of docs/architecture.md from go list
+	$(GO) run ./hack/archtable
 
 .PHONY: lint
 lint: ## gofmt, go vet and the dependency-direction check (hack/checkdeps)
