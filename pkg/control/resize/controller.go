@@ -6,12 +6,14 @@
 // metrics and, through the pod annotations the profiles controller counts, the profile's
 // status.resize. It runs on the leader.
 //
-// One concern per file: outcome.go (the §9 state machine), annotations.go, events.go,
-// metrics.go, accounting.go and planner.go (pure node planning), ladder.go and cap.go
-// (the ladder's pure decisions), guard.go (the node guard key), node.go (one node's pass),
-// send.go (patches and their bookkeeping), outcomes.go (the pod watch), oom.go (fast
-// raises after OOM kills), pressure.go and pressurerun.go (fast raises under sustained
-// memory pressure).
+// The pure planning (accounting, the node planner, the ladder's hand-over and cap, the §9
+// outcome state machine, the target math of caps, reverts and fast raises) is
+// pkg/resizeplan; this package reads, writes and records. One concern per file:
+// annotations.go, events.go, metrics.go, apierror.go (API errors as outcomes), guard.go
+// (the node guard key), node.go (one node's pass), climb.go and capdeferred.go (the
+// ladder's rungs), send.go (patches and their bookkeeping), outcomes.go (the pod watch),
+// oom.go (fast raises after OOM kills), pressure.go and pressurerun.go (fast raises under
+// sustained memory pressure), revert.go (raise-back after a shrink).
 package resize
 
 import (

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 )
 
 // Event reasons on the pod (SPEC §11.3), plus the Deferred ladder's own.
@@ -53,7 +54,7 @@ func (e Events) Clamped(pod *corev1.Pod, container, res, rec, limit string) {
 
 // Transition emits the one event of a state change (SPEC §9); Pending and InProgress
 // emit none.
-func (e Events) Transition(pod *corev1.Pod, t Transition) {
+func (e Events) Transition(pod *corev1.Pod, t resizeplan.Transition) {
 	switch t.To {
 	case ballastv1.ResizeStateDeferred:
 		e.emit(pod, corev1.EventTypeNormal, EventResizeDeferred, "in-place resize deferred by the kubelet: "+t.Message)
@@ -67,9 +68,9 @@ func (e Events) Transition(pod *corev1.Pod, t Transition) {
 }
 
 // Ladder records one rung of the Deferred ladder.
-func (e Events) Ladder(pod *corev1.Pod, rung Rung, msg string) {
+func (e Events) Ladder(pod *corev1.Pod, rung resizeplan.Rung, msg string) {
 	typ := corev1.EventTypeNormal
-	if rung == RungCap || rung == RungGiveUp {
+	if rung == resizeplan.RungCap || rung == resizeplan.RungGiveUp {
 		typ = corev1.EventTypeWarning
 	}
 	e.emit(pod, typ, EventResizeLadder, fmt.Sprintf("%s: %s", rung, msg))

@@ -13,6 +13,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -138,10 +139,10 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 		count("not_container")
 		return true
 	}
-	if Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
+	if resizeplan.Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
 		return false // never stack a resize on one that has not settled; next tick
 	}
-	ctr := containerOf(pod, ev.Container)
+	ctr := resizeplan.ContainerNamed(pod, ev.Container)
 	if ctr == nil || !slices.Contains(containerNames(pod), ev.Container) {
 		count("no_container")
 		return true
@@ -160,7 +161,7 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 		return true
 	}
 	newLim := *resource.NewQuantity(bump, resource.BinarySI)
-	ch, qosBefore, qosAfter := memoryRaise(pod, ctr, lim, newLim)
+	ch, qosBefore, qosAfter := resizeplan.MemoryRaise(pod, ctr, lim, newLim)
 	if qosAfter != qosBefore {
 		count("qos_pinned")
 		log.Info("fast raise would change the QoS class, skipped", "qos_current", qosBefore, "qos_after", qosAfter)
@@ -185,7 +186,7 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 
 func containerNames(pod *corev1.Pod) []string {
 	var out []string
-	for _, c := range longRunningChanges(pod) {
+	for _, c := range sizing.LongRunning(pod) {
 		out = append(out, c.Name)
 	}
 	return out

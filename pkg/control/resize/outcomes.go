@@ -14,6 +14,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 )
 
 // killSwitchRetry is when a suppressed outcome is recorded again (after release, §10.2).
@@ -36,7 +37,7 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 		return res, err
 	}
 	state := pod.Annotations[ballastv1.ResizeStateAnnotation]
-	if !Settling(state) {
+	if !resizeplan.Settling(state) {
 		return reconcile.Result{}, nil
 	}
 	c.mu.Lock()
@@ -44,8 +45,8 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 	c.mu.Unlock()
 	since := m.gen
 	now := c.now()
-	obs := Observe(pod, since)
-	if t, changed := Next(state, obs); changed {
+	obs := resizeplan.Observe(pod, since)
+	if t, changed := resizeplan.Next(state, obs); changed {
 		if snap := c.state.Get(); snap.Active() {
 			c.state.Suppress(log, snap, config.ActionOutcome, "kill switch active, resize outcome not recorded", "state", obs.State)
 			return reconcile.Result{RequeueAfter: killSwitchRetry}, nil
@@ -71,7 +72,7 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 			}
 		}
 	}
-	if !Settling(state) {
+	if !resizeplan.Settling(state) {
 		c.forget(req.NamespacedName)
 		return reconcile.Result{}, c.releaseIfIdle(ctx, pod.Spec.NodeName)
 	}
@@ -116,17 +117,17 @@ func (c *Controller) escalate(ctx context.Context, pod *corev1.Pod, now time.Tim
 	if err != nil || v == nil {
 		return reconcile.Result{}, err
 	}
-	free := PlanNode(v.plan, nil).Free
-	shortfall := Resources{}.Sub(free).Positive()
+	free := resizeplan.PlanNode(v.plan, nil).Free
+	shortfall := resizeplan.Resources{}.Sub(free).Positive()
 	ok, why := c.canHandOver(v, pod, shortfall, false, c.donorsInFlight(v, pod))
-	c.metrics.Ladder.WithLabelValues(string(RungDonors), "timed_out").Inc()
-	c.events.Ladder(pod, RungDonors, fmt.Sprintf("still Deferred %s after the donors' shrinks", c.opts.DonorWait))
+	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungDonors), "timed_out").Inc()
+	c.events.Ladder(pod, resizeplan.RungDonors, fmt.Sprintf("still Deferred %s after the donors' shrinks", c.opts.DonorWait))
 	if ok {
 		return reconcile.Result{RequeueAfter: c.opts.HandOverWait}, c.handOver(ctx, pod, v.node.Name, "Deferred beyond the donors' time limit")
 	}
-	c.metrics.Ladder.WithLabelValues(string(RungHandOver), "refused").Inc()
-	ctrl.LoggerFrom(ctx).Info("not handing the Deferred growth over to scheduler preemption", "rung", RungHandOver, "pod", pod.Name, "why", why)
-	if took, err := c.relocate(ctx, pod, specTargets(pod), why); took || err != nil {
+	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungHandOver), "refused").Inc()
+	ctrl.LoggerFrom(ctx).Info("not handing the Deferred growth over to scheduler preemption", "rung", resizeplan.RungHandOver, "pod", pod.Name, "why", why)
+	if took, err := c.relocate(ctx, pod, resizeplan.SpecTargets(pod), why); took || err != nil {
 		// Look again later: a relocation that is abandoned leaves the pod Deferred, and the
 		// Relocator then declines it, so rung 4 caps it.
 		return reconcile.Result{RequeueAfter: c.opts.HandOverWait}, err

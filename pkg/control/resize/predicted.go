@@ -15,6 +15,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -24,7 +25,7 @@ import (
 const PredictedRequestsAnnotation = "autoscaling.k8s.io/predicted-pod-requests"
 
 // Predicted renders pod-level requests in the annotation's shape: {"cpu":"8500m","memory":"2304Mi"}.
-func Predicted(r Resources) (string, error) {
+func Predicted(r resizeplan.Resources) (string, error) {
 	b, err := json.Marshal(map[string]string{
 		"cpu":    resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI).String(),
 		"memory": resource.NewQuantity(r.Bytes, resource.BinarySI).String(),
@@ -35,11 +36,11 @@ func Predicted(r Resources) (string, error) {
 // PredictFromTemplate is the prediction for one pod template: Ballast's admission
 // (sizing.Admission with the profile's recommendations and policy) applied to a pod built
 // from the template, totalled the way the scheduler counts a pod.
-func PredictFromTemplate(namespace string, tmpl corev1.PodTemplateSpec, recs sizing.Recommendations, p sizing.Params) Resources {
+func PredictFromTemplate(namespace string, tmpl corev1.PodTemplateSpec, recs sizing.Recommendations, p sizing.Params) resizeplan.Resources {
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pod.Namespace = namespace
 	res := sizing.Admission(pod, recs, p)
-	return Planned(pod, Overrides(targetsOf(pod, res.Changes)))
+	return resizeplan.Planned(pod, resizeplan.Overrides(resizeplan.TargetsOf(pod, res.Changes)))
 }
 
 // publishPredicted writes the annotation on the top-level Deployment or StatefulSet of the

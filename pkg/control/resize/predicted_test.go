@@ -5,11 +5,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
 func TestPredicted(t *testing.T) {
-	got, err := Predicted(Resources{MilliCPU: 8500, Bytes: 2304 << 20})
+	got, err := Predicted(resizeplan.Resources{MilliCPU: 8500, Bytes: 2304 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestPredictFromTemplate(t *testing.T) {
 	}}
 	got := PredictFromTemplate("ns", tmpl, recs, p)
 	// app: 300m, memory clamped to the 512Mi limit; proxy unchanged.
-	if want := (Resources{MilliCPU: 400, Bytes: 512<<20 + 64<<20}); got != want {
+	if want := (resizeplan.Resources{MilliCPU: 400, Bytes: 512<<20 + 64<<20}); got != want {
 		t.Fatalf("prediction %+v, want %+v", got, want)
 	}
 }

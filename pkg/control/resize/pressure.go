@@ -12,6 +12,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -148,14 +149,14 @@ func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.Workload
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "container", container,
 		"trigger", "pressure", "profile", wp.Name)
 	count := func(result string) { c.metrics.Raises.WithLabelValues("pressure", result).Inc() }
-	if Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
+	if resizeplan.Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
 		return raiseLater // never stack a resize on one that has not settled
 	}
 	if snap := c.state.Get(); snap.Active() {
 		count("kill_switch")
 		return raiseLater // planNode logs and counts the suppression
 	}
-	ctr := containerOf(pod, container)
+	ctr := resizeplan.ContainerNamed(pod, container)
 	if ctr == nil {
 		count("no_container")
 		return raiseRefused
@@ -178,7 +179,7 @@ func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.Workload
 		return raiseRefused
 	}
 	newLim := *resource.NewQuantity(target, resource.BinarySI)
-	ch, qosBefore, qosAfter := memoryRaise(pod, ctr, lim, newLim)
+	ch, qosBefore, qosAfter := resizeplan.MemoryRaise(pod, ctr, lim, newLim)
 	if qosAfter != qosBefore {
 		count("qos_pinned")
 		log.Info("fast raise would change the QoS class, skipped", "qos_current", qosBefore, "qos_after", qosAfter)

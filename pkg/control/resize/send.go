@@ -13,6 +13,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -81,7 +82,7 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 		return false, nil
 	}
 	c.metrics.Failed.WithLabelValues(pol, pod.Namespace, profile).Inc()
-	tr := Transition{From: pod.Annotations[ballastv1.ResizeStateAnnotation], To: obs.State, Message: obs.Message}
+	tr := resizeplan.Transition{From: pod.Annotations[ballastv1.ResizeStateAnnotation], To: obs.State, Message: obs.Message}
 	c.record(ctx, pod, tr, now)
 	log.Info("in-place resize rejected", "state", obs.State, "error", obs.Message, "patch", string(body))
 	return false, nil
@@ -89,7 +90,7 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 
 // record writes, emits and counts one state transition (SPEC §9): the annotations first,
 // so an event or count never describes a state the pod does not show.
-func (c *Controller) record(ctx context.Context, pod *corev1.Pod, t Transition, now time.Time) error {
+func (c *Controller) record(ctx context.Context, pod *corev1.Pod, t resizeplan.Transition, now time.Time) error {
 	if err := c.annotate(ctx, pod, ForTransition(t, now)); err != nil {
 		return err
 	}
