@@ -106,10 +106,9 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		Namespaced: policies.NewNamespaced(d.Clock, c, d.State, pm, d.Events, d.log(ComponentPolicies)),
 		Enrollment: enrollment.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver, enrollment.NewMetrics(d.Registry), d.log(ComponentWatcher)),
 		Profiles:   profiles.New(d.Clock, c, d.State, d.Resolver, d.Store, profiles.NewMetrics(d.Registry), d.log(ComponentCollector)),
-		Resize: resize.New(c, mgr.GetAPIReader(), d.State, d.Resolver,
-			resize.NewMetrics(d.Registry, d.shared.Clamped),
-			resize.NewEvents(mgr.GetEventRecorderFor(ballastv1.EventComponent)), //nolint:staticcheck // core v1 Events (SPEC §11.3)
-			d.Clock.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests}).
+		Resize: resize.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver,
+			resize.NewMetrics(d.Registry, d.shared.Clamped), d.Events,
+			resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests}).
 			WithLogger(d.log(ComponentAdjuster)).WithOOM(streams, time.Second),
 	}
 	if o.PressureRaiseThreshold > 0 {

@@ -48,7 +48,7 @@ func (c *Controller) capDeferred(ctx context.Context, pod *corev1.Pod, why strin
 	}
 	// Counted once the lowered resize is accepted, so a retried pass counts once.
 	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungCap), result).Inc()
-	c.events.Ladder(pod, resizeplan.RungCap, msg)
+	c.events.Publish(ladderEvent(pod, resizeplan.RungCap, msg))
 	log.Info("Deferred growth lowered", "result", result, "why", why, "ceiling_millicpu", ceiling.MilliCPU, "ceiling_bytes", ceiling.Bytes)
 	c.forget(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 	return reconcile.Result{}, nil
@@ -81,7 +81,7 @@ func (c *Controller) revertInfeasible(ctx context.Context, pod *corev1.Pod, why 
 		return false, fmt.Errorf("reverting the Infeasible resize of %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungCap), "reverted_infeasible").Inc()
-	c.events.Ladder(pod, resizeplan.RungCap, "Infeasible resize reverted to the allocated values: "+why)
+	c.events.Publish(ladderEvent(pod, resizeplan.RungCap, "Infeasible resize reverted to the allocated values: "+why))
 	log.Info("Infeasible resize reverted to the allocated values", "why", why, "patch", string(body))
 	return false, nil
 }

@@ -43,7 +43,7 @@ func (c *Controller) climb(ctx context.Context, v *nodeView, plan resizeplan.Pla
 		c.metrics.Ladder.WithLabelValues(string(resizeplan.RungCap), "nothing_fits").Inc()
 		msg := fmt.Sprintf("growth needs %s more cpu and %s more memory than node %s can give (%s); not resized",
 			milli(s.Shortfall.MilliCPU), mib(s.Shortfall.Bytes), v.node.Name, why)
-		c.events.Ladder(p.pod, resizeplan.RungCap, msg)
+		c.events.Publish(ladderEvent(p.pod, resizeplan.RungCap, msg))
 		log.Info("growth does not fit the node; not resized", "rung", resizeplan.RungCap, "shortfall_millicpu", s.Shortfall.MilliCPU, "shortfall_bytes", s.Shortfall.Bytes)
 		return false, nil
 	}
@@ -53,8 +53,8 @@ func (c *Controller) climb(ctx context.Context, v *nodeView, plan resizeplan.Pla
 		return again, err
 	}
 	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungCap), "capped").Inc()
-	c.events.Ladder(p.pod, resizeplan.RungCap, fmt.Sprintf("growth capped at what node %s can hold (short by %s cpu, %s memory; %s)",
-		v.node.Name, milli(s.Shortfall.MilliCPU), mib(s.Shortfall.Bytes), why))
+	c.events.Publish(ladderEvent(p.pod, resizeplan.RungCap, fmt.Sprintf("growth capped at what node %s can hold (short by %s cpu, %s memory; %s)",
+		v.node.Name, milli(s.Shortfall.MilliCPU), mib(s.Shortfall.Bytes), why)))
 	log.Info("growth capped at what the node can hold", "rung", resizeplan.RungCap, "ceiling_millicpu", ceiling.MilliCPU, "ceiling_bytes", ceiling.Bytes)
 	return false, nil
 }
@@ -72,7 +72,7 @@ func inFlight(plan resizeplan.Plan) bool {
 // canHandOver runs the rung 2 checks on a node view.
 func (c *Controller) canHandOver(v *nodeView, pod *corev1.Pod, shortfall resizeplan.Resources, othersNeedGuard, donorsInFlight bool) (bool, string) {
 	switch {
-	case !c.preemptible(v.node, c.now()):
+	case !c.preemptible(v.node, c.clock.Now()):
 		return false, "scheduler resize preemption cannot fire on the node"
 	case othersNeedGuard:
 		return false, "other growths on the node still need the guard"
@@ -109,10 +109,10 @@ func (c *Controller) handOver(ctx context.Context, pod *corev1.Pod, node, why st
 		return err
 	}
 	c.mu.Lock()
-	c.handedOver[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = podMark{uid: pod.UID, at: c.now()}
+	c.handedOver[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = podMark{uid: pod.UID, at: c.clock.Now()}
 	c.mu.Unlock()
 	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungHandOver), "released").Inc()
-	c.events.Ladder(pod, resizeplan.RungHandOver, "guard released for scheduler resize preemption: "+why)
+	c.events.Publish(ladderEvent(pod, resizeplan.RungHandOver, "guard released for scheduler resize preemption: "+why))
 	ctrl.LoggerFrom(ctx).Info("handed the growth over to scheduler preemption", "rung", resizeplan.RungHandOver, "pod", pod.Name, "node", node, "why", why)
 	return nil
 }
@@ -136,7 +136,7 @@ func (c *Controller) relocate(ctx context.Context, pod *corev1.Pod, ts []resizep
 		return false, fmt.Errorf("relocating %s/%s: %w", pod.Namespace, pod.Name, err)
 	case took:
 		c.metrics.Ladder.WithLabelValues(string(resizeplan.RungRelocate), "accepted").Inc()
-		c.events.Ladder(pod, resizeplan.RungRelocate, "handed to relocation: "+why)
+		c.events.Publish(ladderEvent(pod, resizeplan.RungRelocate, "handed to relocation: "+why))
 		ctrl.LoggerFrom(ctx).Info("growth handed to relocation", "rung", resizeplan.RungRelocate, "pod", pod.Name)
 	default:
 		c.metrics.Ladder.WithLabelValues(string(resizeplan.RungRelocate), "declined").Inc()

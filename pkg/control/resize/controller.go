@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
+	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/reconciler"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/policy"
@@ -110,8 +112,8 @@ type Controller struct {
 	state    *config.State
 	resolver *resolve.Resolver
 	metrics  *Metrics
-	events   Events
-	now      func() time.Time
+	events   *events.Recorder
+	clock    clock.PassiveClock
 	opts     Options
 	log      logr.Logger
 
@@ -138,18 +140,16 @@ type Controller struct {
 	pressure *pressureWatch
 }
 
-// New returns the resize controller. api is the manager's APIReader; metrics come from
-// NewMetrics; events wrap the manager's recorder for ballastv1.EventComponent.
-func New(c client.Client, api client.Reader, state *config.State, r *resolve.Resolver, m *Metrics, ev Events,
-	now func() time.Time, o Options) *Controller {
-	if now == nil {
-		now = time.Now
-	}
+// New returns the resize controller. clk is the clock of every decision (the real clock in
+// production, a fake one in tests); api is the manager's APIReader; metrics come from
+// NewMetrics; ev publishes its events (nil: none; dry-run publishes none, SPEC §10.3).
+func New(clk clock.PassiveClock, c client.Client, api client.Reader, state *config.State, r *resolve.Resolver, m *Metrics,
+	ev *events.Recorder, o Options) *Controller {
 	o.defaults()
 	if o.DryRun {
-		ev = Events{} // dry-run emits no event (SPEC §10.3)
+		ev = nil // dry-run emits no event (SPEC §10.3)
 	}
-	return &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, now: now, opts: o,
+	return &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, clock: clk, opts: o,
 		log: ctrl.Log.WithName("resize"), since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
 		noGuard: map[string]time.Time{}, handedOver: map[types.NamespacedName]podMark{}, planning: map[string]int{},
 		shrunk: newShrinkBook()}
@@ -272,7 +272,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.V(1).Info("ignoring an unreadable recommendation", "profile", wp.Name, "problem", p.String())
 	}
 	pc := &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
-		interval: pol.Resize.Interval, now: c.now()}
+		interval: pol.Resize.Interval, now: c.clock.Now()}
 	if err := c.publishPredicted(ctx, pc); err != nil {
 		log.Error(err, "publishing predicted requests")
 	}

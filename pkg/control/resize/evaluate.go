@@ -76,7 +76,7 @@ func (c *Controller) profileOf(ctx context.Context, pod *corev1.Pod) (*profileCt
 	}
 	recs, _ := sizing.ParseRecommendations(wp.Status.Containers)
 	return &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
-		interval: pol.Resize.Interval, now: c.now()}, true
+		interval: pol.Resize.Interval, now: c.clock.Now()}, true
 }
 
 // targets are the full proposed resources per changed container.

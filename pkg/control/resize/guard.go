@@ -71,7 +71,7 @@ func atLeast137(v string) bool {
 // gate off drops the field silently.
 func (c *Controller) holdGuard(ctx context.Context, node *corev1.Node) (needed bool, err error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("node", node.Name, "rung", resizeplan.RungGuard)
-	now := c.now()
+	now := c.clock.Now()
 	if !c.preemptible(node, now) {
 		return false, nil
 	}
@@ -166,7 +166,7 @@ func (c *Controller) releaseIfIdle(ctx context.Context, node string, own ...int)
 	switch {
 	case !busy:
 		return c.releaseGuard(ctx, node, "no Ballast resize is settling on the node")
-	case c.now().Sub(since) >= c.opts.GuardHold:
+	case c.clock.Now().Sub(since) >= c.opts.GuardHold:
 		return c.releaseGuard(ctx, node, fmt.Sprintf("held for %s, the guard's time limit", c.opts.GuardHold))
 	}
 	return nil

@@ -173,7 +173,7 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 			continue
 		case s.Decision == resizeplan.DecisionAfterDonors:
 			if again, err = c.send(ctx, p, p.changes, p.clamps); !again && err == nil {
-				c.events.Ladder(p.pod, resizeplan.RungDonors, "sent after the shrinks of other pods on the node, which make room once actuated")
+				c.events.Publish(ladderEvent(p.pod, resizeplan.RungDonors, "sent after the shrinks of other pods on the node, which make room once actuated"))
 				c.metrics.Ladder.WithLabelValues(string(resizeplan.RungDonors), "after_donors").Inc()
 			}
 		default:

@@ -45,7 +45,7 @@ func (b *background) NeedLeaderElection() bool { return true }
 func (b *background) Start(ctx context.Context) error {
 	t := time.NewTicker(b.every)
 	defer t.Stop()
-	lastSweep := time.Now()
+	lastSweep := b.c.clock.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -61,8 +61,8 @@ func (b *background) Start(ctx context.Context) error {
 		if err := b.c.pollPressure(ctrl.LoggerInto(ctx, log)); err != nil {
 			log.Error(err, "reading pressure streams")
 		}
-		if time.Since(lastSweep) >= b.guardSweep {
-			lastSweep = time.Now()
+		if b.c.clock.Since(lastSweep) >= b.guardSweep {
+			lastSweep = b.c.clock.Now()
 			b.c.sweepGuards(ctrl.LoggerInto(ctx, log))
 		}
 	}
@@ -77,7 +77,7 @@ func (c *Controller) sweepGuards(ctx context.Context) {
 			if ours, _ := guardKeys(&nodes.Items[i]); ours {
 				c.mu.Lock()
 				if _, ok := c.guards[nodes.Items[i].Name]; !ok {
-					c.guards[nodes.Items[i].Name] = c.now()
+					c.guards[nodes.Items[i].Name] = c.clock.Now()
 				}
 				c.mu.Unlock()
 			}
@@ -102,7 +102,7 @@ func (c *Controller) sweepGuards(ctx context.Context) {
 // are not.
 func (b *background) pollOOM(ctx context.Context) error {
 	c := b.c
-	now := c.now()
+	now := c.clock.Now()
 	return eachResizeProfile(ctx, c.client, func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error {
 		hash := wp.Status.MeasurementHash
 		last, seen := b.last[hash]
@@ -171,7 +171,7 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 		ev.Container, ev.At.UTC().Format(time.RFC3339), oomDetail(ev), ev.PeakBytes, lim.String(), newLim.String())
 	log.Info("fast raise after an OOM kill", "limit_before", lim.String(), "limit_after", newLim.String(),
 		"kind", ev.Kind, "victim_pid", ev.PID, "victim_comm", ev.Comm, "victim_rss_bytes", ev.RSSBytes, "limit_cgroup", ev.LimitCgroupID)
-	pc := &profileCtx{profile: wp, now: c.now()}
+	pc := &profileCtx{profile: wp, now: c.clock.Now()}
 	if _, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: []sizing.ContainerChanges{ch}, why: "oom"}}); err != nil {
 		count("error")
 		log.Error(err, "fast raise failed")
@@ -179,7 +179,7 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 	}
 	count("sent")
 	if !c.opts.DryRun && !c.state.Get().Active() {
-		c.events.Raised(pod, msg)
+		c.events.Publish(raisedEvent(pod, msg))
 	}
 	return true
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -80,9 +79,11 @@ func TestTransitions(t *testing.T) {
 			if tr.Outcome() != tc.outcome {
 				t.Errorf("outcome = %q, want %q", tr.Outcome(), tc.outcome)
 			}
-			rec := newRecorder()
-			NewEvents(rec).Transition(&corev1.Pod{}, tr)
-			if got := strings.Join(rec.events, "|"); got != tc.event {
+			var evs []string
+			for _, e := range transitionEvents(&corev1.Pod{}, tr) {
+				evs = append(evs, e.Type+" "+e.Reason+" "+e.Message)
+			}
+			if got := strings.Join(evs, "|"); got != tc.event {
 				t.Errorf("event = %q, want %q", got, tc.event)
 			}
 			a := ForTransition(tr, now)
@@ -139,19 +140,4 @@ func TestAnnotationsPatch(t *testing.T) {
 	if !a.Changes(cur) {
 		t.Error("a key to remove was not a change")
 	}
-}
-
-// recorder is record.FakeRecorder's shape without its channel: it keeps "Type Reason Message".
-type recorder struct{ events []string }
-
-func newRecorder() *recorder { return &recorder{} }
-
-func (r *recorder) Event(_ runtime.Object, typ, reason, msg string) {
-	r.events = append(r.events, typ+" "+reason+" "+msg)
-}
-func (r *recorder) Eventf(o runtime.Object, typ, reason, f string, args ...any) {
-	r.Event(o, typ, reason, fmt.Sprintf(f, args...))
-}
-func (r *recorder) AnnotatedEventf(o runtime.Object, _ map[string]string, typ, reason, f string, args ...any) {
-	r.Event(o, typ, reason, fmt.Sprintf(f, args...))
 }

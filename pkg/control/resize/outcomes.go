@@ -44,7 +44,7 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 	m, _ := mark(c.since, pod)
 	c.mu.Unlock()
 	since := m.gen
-	now := c.now()
+	now := c.clock.Now()
 	obs := resizeplan.Observe(pod, since)
 	if t, changed := resizeplan.Next(state, obs); changed {
 		if snap := c.state.Get(); snap.Active() {
@@ -121,7 +121,7 @@ func (c *Controller) escalate(ctx context.Context, pod *corev1.Pod, now time.Tim
 	shortfall := resizeplan.Resources{}.Sub(free).Positive()
 	ok, why := c.canHandOver(v, pod, shortfall, false, c.donorsInFlight(v, pod))
 	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungDonors), "timed_out").Inc()
-	c.events.Ladder(pod, resizeplan.RungDonors, fmt.Sprintf("still Deferred %s after the donors' shrinks", c.opts.DonorWait))
+	c.events.Publish(ladderEvent(pod, resizeplan.RungDonors, fmt.Sprintf("still Deferred %s after the donors' shrinks", c.opts.DonorWait)))
 	if ok {
 		return reconcile.Result{RequeueAfter: c.opts.HandOverWait}, c.handOver(ctx, pod, v.node.Name, "Deferred beyond the donors' time limit")
 	}

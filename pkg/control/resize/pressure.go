@@ -86,7 +86,7 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	now := c.now()
+	now := c.clock.Now()
 	defer w.tracker.prune(now, pressureKeep)
 	return eachResizeProfile(ctx, c.client, func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error {
 		hash := wp.Status.MeasurementHash
@@ -191,7 +191,7 @@ func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.Workload
 		100*th.Threshold, th.Sustain, lim.String(), newLim.String())
 	log.Info("fast raise under sustained memory pressure", "stalled_share", run.mean(), "stalled_for", run.covered().String(),
 		"source", run.source, "limit_before", lim.String(), "limit_after", newLim.String(), "dry_run", c.opts.DryRun)
-	pc := &profileCtx{profile: wp, now: c.now()}
+	pc := &profileCtx{profile: wp, now: c.clock.Now()}
 	if _, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: []sizing.ContainerChanges{ch}, why: "pressure"}}); err != nil {
 		count("error")
 		log.Error(err, "fast raise failed")
@@ -202,6 +202,6 @@ func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.Workload
 		return raiseSent
 	}
 	count("sent")
-	c.events.Raised(pod, msg)
+	c.events.Publish(raisedEvent(pod, msg))
 	return raiseSent
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
@@ -44,7 +45,7 @@ func TestRaiseOnPressureRefusals(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			m := NewMetrics(nil, nil)
-			c := New(nil, nil, config.NewState(nil), nil, m, Events{}, func() time.Time { return time.Unix(1_800_000_000, 0) }, Options{})
+			c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, nil, Options{})
 			c.WithPressure(nil, PressureOptions{})
 			run := &pressureRun{start: time.Unix(1_800_000_000, 0), end: time.Unix(1_800_000_030, 0), peak: 300_000,
 				stalled: 9 * time.Second, source: series.PressureSourcePSI}

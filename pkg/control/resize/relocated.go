@@ -1,8 +1,6 @@
 package resize
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -28,7 +26,6 @@ func (c *Controller) SetRelocator(r Relocator) { c.opts.Relocator = r }
 func (c *Controller) Relocated(old *corev1.Pod, standIn, node string) {
 	c.metrics.Outcome.WithLabelValues(OutcomeRelocated, policyOf(old), old.Namespace, old.Annotations[ballastv1.ProfileRefAnnotation]).Inc()
 	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungRelocate), "relocated").Inc()
-	c.events.emit(old, corev1.EventTypeNormal, EventRelocated, fmt.Sprintf(
-		"relocated without downtime: stand-in %s is Ready on node %s at its admission size; this pod is retired", standIn, node))
+	c.events.Publish(relocatedEvent(old, standIn, node))
 	c.log.Info("pod relocated", "rung", resizeplan.RungRelocate, "namespace", old.Namespace, "pod", old.Name, "standIn", standIn, "node", node)
 }

@@ -4,15 +4,18 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/events"
 )
 
 // takes is a Relocator that takes every pod (the real one is Understudy's).
@@ -31,7 +34,7 @@ func relocPod() *corev1.Pod {
 func TestRelocatedRecordsEventAndOutcome(t *testing.T) {
 	rec := record.NewFakeRecorder(4)
 	m := NewMetrics(prometheus.NewRegistry(), nil)
-	c := New(nil, nil, config.NewState(nil), nil, m, NewEvents(rec), nil, Options{})
+	c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, events.New(rec), Options{})
 	c.Relocated(relocPod(), "web-b", "n2")
 	if n := testutil.ToFloat64(m.Outcome.WithLabelValues(OutcomeRelocated, "team/p", "team", "prof")); n != 1 {
 		t.Errorf("outcome{relocated} = %v, want 1", n)
@@ -45,7 +48,7 @@ func TestRelocatedRecordsEventAndOutcome(t *testing.T) {
 func TestRelocateRung(t *testing.T) {
 	ctx := context.Background()
 	m := NewMetrics(prometheus.NewRegistry(), nil)
-	c := New(nil, nil, config.NewState(nil), nil, m, Events{}, nil, Options{})
+	c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, nil, Options{})
 	if took, err := c.relocate(ctx, relocPod(), nil, "x"); took || err != nil {
 		t.Errorf("no Relocator: took %v, %v", took, err)
 	}
@@ -54,7 +57,7 @@ func TestRelocateRung(t *testing.T) {
 	if took, err := c.relocate(ctx, relocPod(), nil, "x"); !took || err != nil || r.n != 1 {
 		t.Errorf("with a Relocator: took %v, %v, calls %d", took, err, r.n)
 	}
-	dry := New(nil, nil, config.NewState(nil), nil, NewMetrics(prometheus.NewRegistry(), nil), Events{}, nil, Options{DryRun: true, Relocator: r})
+	dry := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, NewMetrics(prometheus.NewRegistry(), nil), nil, Options{DryRun: true, Relocator: r})
 	if took, _ := dry.relocate(ctx, relocPod(), nil, "x"); !took || r.n != 1 {
 		t.Errorf("dry-run: took %v, Relocator called %d times (want not called)", took, r.n)
 	}

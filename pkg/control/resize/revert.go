@@ -124,7 +124,7 @@ func (c *Controller) shrinkOf(pod *corev1.Pod, changes []sizing.ContainerChanges
 	if len(before) == 0 {
 		return nil
 	}
-	m := &shrinkMark{uid: pod.UID, at: c.now(), before: before, restarts: map[string]int32{}, ready: podReady(pod)}
+	m := &shrinkMark{uid: pod.UID, at: c.clock.Now(), before: before, restarts: map[string]int32{}, ready: podReady(pod)}
 	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
 		m.restarts[st.Name] = st.RestartCount
 	}
@@ -146,7 +146,7 @@ func (c *Controller) recentShrink(pod *corev1.Pod) (shrinkMark, bool) {
 	if !ok {
 		return m, false
 	}
-	if c.now().Sub(m.at) > c.opts.RevertWindow {
+	if c.clock.Now().Sub(m.at) > c.opts.RevertWindow {
 		c.shrunk.drop(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 		return m, false
 	}
@@ -223,10 +223,10 @@ func (c *Controller) revertShrink(ctx context.Context, wp *ballastv1.WorkloadPro
 	}
 	summary := describeTargets(resizeplan.TargetsOf(pod, changes), pod)
 	msg := fmt.Sprintf("%s %s after Ballast's shrink: raised back to the pre-shrink size (%s)",
-		detail, c.now().Sub(m.at).Round(time.Second), summary)
-	log.Info("raising back after a shrink", "since_shrink", c.now().Sub(m.at).String(), "changes", summary, "why", detail)
+		detail, c.clock.Now().Sub(m.at).Round(time.Second), summary)
+	log.Info("raising back after a shrink", "since_shrink", c.clock.Now().Sub(m.at).String(), "changes", summary, "why", detail)
 	gen := pod.Generation
-	pc := &profileCtx{profile: wp, now: c.now()}
+	pc := &profileCtx{profile: wp, now: c.clock.Now()}
 	requeue, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: changes, why: "revert"}})
 	if err != nil {
 		count("error")
@@ -241,11 +241,8 @@ func (c *Controller) revertShrink(ctx context.Context, wp *ballastv1.WorkloadPro
 		return false, nil
 	}
 	count("sent")
-	if !c.opts.DryRun && !c.state.Get().Active() && c.events.rec != nil {
-		c.events.rec.Event(pod, corev1.EventTypeWarning, EventResizeReverted, msg)
-		if wp.UID != "" {
-			c.events.rec.Event(wp, corev1.EventTypeWarning, EventResizeReverted, fmt.Sprintf("pod %s/%s: %s", pod.Namespace, pod.Name, msg))
-		}
+	if !c.opts.DryRun && !c.state.Get().Active() {
+		c.events.Publish(revertedEvents(pod, wp, msg)...)
 	}
 	return false, nil
 }
