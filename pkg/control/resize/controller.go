@@ -67,6 +67,14 @@ type Options struct {
 	// RevertWindow is how long after a shrink an OOM kill or NotReady raises the pod back
 	// to its pre-shrink size (revert.go). Default 10m.
 	RevertWindow time.Duration
+	// OOM reads profiles' OOM streams for fast raises (nil: none), polled every OOMEvery
+	// (default 1s).
+	OOM      OOMSource
+	OOMEvery time.Duration
+	// Pressure reads profiles' memory-pressure streams for the pressure fast raise (nil:
+	// off), tuned by PressureRaise (zero fields take the defaults; pressure.go).
+	Pressure      PressureSource
+	PressureRaise PressureOptions
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on the
 	// Deployments and StatefulSets of admission-sized pods (off by default).
 	PredictedRequests bool
@@ -83,6 +91,7 @@ func (o *Options) defaults() {
 	def(&o.GuardHold, 5*time.Minute)
 	def(&o.ProfileRetry, 15*time.Minute)
 	def(&o.RevertWindow, defaultRevertWindow)
+	def(&o.OOMEvery, time.Second)
 }
 
 // Relocator is the Deferred ladder's rung 3: it moves a pod whose growth cannot fit on its
@@ -140,25 +149,25 @@ type Controller struct {
 	pressure *pressureWatch
 }
 
-// New returns the resize controller. clk is the clock of every decision (the real clock in
-// production, a fake one in tests); api is the manager's APIReader; metrics come from
-// NewMetrics; ev publishes its events (nil: none; dry-run publishes none, SPEC §10.3).
+// New returns the resize controller, complete: clk is the clock of every decision (the
+// real clock in production, a fake one in tests); api is the manager's APIReader; metrics
+// come from NewMetrics; ev publishes its events (nil: none; dry-run publishes none, SPEC
+// §10.3); log is the component logger (SPEC §11.4 --log-level-adjuster); o carries the
+// time limits, the relocation rung and the fast raises' stream readers.
 func New(clk clock.PassiveClock, c client.Client, api client.Reader, state *config.State, r *resolve.Resolver, m *Metrics,
-	ev *events.Recorder, o Options) *Controller {
+	ev *events.Recorder, log logr.Logger, o Options) *Controller {
 	o.defaults()
 	if o.DryRun {
 		ev = nil // dry-run emits no event (SPEC §10.3)
 	}
-	return &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, clock: clk, opts: o,
-		log: ctrl.Log.WithName("resize"), since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
+	ctl := &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, clock: clk, opts: o,
+		log: log, since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
 		noGuard: map[string]time.Time{}, handedOver: map[types.NamespacedName]podMark{}, planning: map[string]int{},
-		shrunk: newShrinkBook()}
-}
-
-// WithLogger sets the component logger (SPEC §11.4 --log-level-adjuster).
-func (c *Controller) WithLogger(l logr.Logger) *Controller {
-	c.log = l
-	return c
+		shrunk: newShrinkBook(), oom: o.OOM, oomEvery: o.OOMEvery}
+	if o.Pressure != nil {
+		ctl.pressure = newPressureWatch(o.Pressure, o.PressureRaise)
+	}
+	return ctl
 }
 
 // Register wires the profile trigger (§8.1: create, delete, meetsThreshold flips; then
@@ -172,11 +181,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	every := c.oomEvery
-	if every <= 0 {
-		every = time.Second
-	}
-	if err := mgr.Add(&background{c: c, src: c.oom, every: every, guardSweep: 30 * time.Second,
+	if err := mgr.Add(&background{c: c, src: c.oom, every: c.oomEvery, guardSweep: 30 * time.Second,
 		last: map[string]string{}, retry: map[types.UID]series.OOMEvent{}}); err != nil {
 		return err
 	}

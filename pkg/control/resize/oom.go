@@ -191,10 +191,3 @@ func containerNames(pod *corev1.Pod) []string {
 	}
 	return out
 }
-
-// WithOOM makes the controller poll profiles' OOM streams every `every` (1s in
-// production) for fast raises.
-func (c *Controller) WithOOM(src OOMSource, every time.Duration) *Controller {
-	c.oom, c.oomEvery = src, every
-	return c
-}

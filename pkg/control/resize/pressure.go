@@ -63,18 +63,17 @@ type pressureWatch struct {
 	last    map[string]string // profile hash → last stream ID seen
 }
 
-// WithPressure makes the controller read the pressure streams of profiles with resize-mode
-// pods on every background tick (1s) and raise a container whose memory pressure stays
-// at or above o.Threshold for o.Sustain. Zero fields take the defaults.
-func (c *Controller) WithPressure(src PressureSource, o PressureOptions) *Controller {
+// newPressureWatch reads src's pressure streams on every background tick (1s) and raises a
+// container whose memory pressure stays at or above o.Threshold for o.Sustain. Zero fields
+// take the defaults.
+func newPressureWatch(src PressureSource, o PressureOptions) *pressureWatch {
 	if o.Threshold == 0 {
 		o.Threshold = DefaultPressureThreshold
 	}
 	if o.Sustain == 0 {
 		o.Sustain = DefaultPressureSustain
 	}
-	c.pressure = &pressureWatch{src: src, opts: o, tracker: newPressureTracker(o.Threshold, o.Sustain), last: map[string]string{}}
-	return c
+	return &pressureWatch{src: src, opts: o, tracker: newPressureTracker(o.Threshold, o.Sustain), last: map[string]string{}}
 }
 
 // pollPressure reads the new pressure readings of every profile with resize-mode pods and

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,15 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
+
+// noPressure is a pressure stream with no readings.
+type noPressure struct{}
+
+func (noPressure) ReadPressure(context.Context, string, string) ([]store.PressureRecord, error) {
+	return nil, nil
+}
 
 // The refusals a pressure raise decides before it reads anything from the API: each says
 // whether the run starts over (refused) or waits for its next reading (later), and counts
@@ -45,8 +54,8 @@ func TestRaiseOnPressureRefusals(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			m := NewMetrics(nil, nil)
-			c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, nil, Options{})
-			c.WithPressure(nil, PressureOptions{})
+			c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, nil,
+				logr.Discard(), Options{Pressure: noPressure{}})
 			run := &pressureRun{start: time.Unix(1_800_000_000, 0), end: time.Unix(1_800_000_030, 0), peak: 300_000,
 				stalled: 9 * time.Second, source: series.PressureSourcePSI}
 			wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: "web"}}

@@ -15,11 +15,6 @@ const (
 	OutcomeRelocated = "relocated"
 )
 
-// SetRelocator sets rung 3 (Understudy). Call it before the manager starts; nil skips the
-// rung. It exists because the Relocator is built after the controller (it needs the
-// Understudy cache), and the two packages must not import each other.
-func (c *Controller) SetRelocator(r Relocator) { c.opts.Relocator = r }
-
 // Relocated records a finished relocation: the stand-in is Ready on node and old is being
 // retired. One Relocated event on old and one ballast_resize_outcome_total{outcome="relocated"}
 // per call; the Relocator calls it once per relocation.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,7 @@ func relocPod() *corev1.Pod {
 func TestRelocatedRecordsEventAndOutcome(t *testing.T) {
 	rec := record.NewFakeRecorder(4)
 	m := NewMetrics(prometheus.NewRegistry(), nil)
-	c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, events.New(rec), Options{})
+	c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, events.New(rec), logr.Discard(), Options{})
 	c.Relocated(relocPod(), "web-b", "n2")
 	if n := testutil.ToFloat64(m.Outcome.WithLabelValues(OutcomeRelocated, "team/p", "team", "prof")); n != 1 {
 		t.Errorf("outcome{relocated} = %v, want 1", n)
@@ -48,16 +49,18 @@ func TestRelocatedRecordsEventAndOutcome(t *testing.T) {
 func TestRelocateRung(t *testing.T) {
 	ctx := context.Background()
 	m := NewMetrics(prometheus.NewRegistry(), nil)
-	c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, nil, Options{})
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0))
+	c := New(clk, nil, nil, config.NewState(nil), nil, m, nil, logr.Discard(), Options{})
 	if took, err := c.relocate(ctx, relocPod(), nil, "x"); took || err != nil {
 		t.Errorf("no Relocator: took %v, %v", took, err)
 	}
 	r := &takes{}
-	c.SetRelocator(r)
+	c = New(clk, nil, nil, config.NewState(nil), nil, m, nil, logr.Discard(), Options{Relocator: r})
 	if took, err := c.relocate(ctx, relocPod(), nil, "x"); !took || err != nil || r.n != 1 {
 		t.Errorf("with a Relocator: took %v, %v, calls %d", took, err, r.n)
 	}
-	dry := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, NewMetrics(prometheus.NewRegistry(), nil), nil, Options{DryRun: true, Relocator: r})
+	dry := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, NewMetrics(prometheus.NewRegistry(), nil), nil,
+		logr.Discard(), Options{DryRun: true, Relocator: r})
 	if took, _ := dry.relocate(ctx, relocPod(), nil, "x"); !took || r.n != 1 {
 		t.Errorf("dry-run: took %v, Relocator called %d times (want not called)", took, r.n)
 	}
