@@ -147,6 +147,9 @@ type Controller struct {
 	oomEvery time.Duration
 	// pressure is the pressure fast raise (nil: off), polled on the same ticks (pressure.go).
 	pressure *pressureWatch
+	// predicted publishes predicted requests on each evaluated profile's workloads (nil:
+	// off, Options.PredictedRequests).
+	predicted *PredictedAnnotator
 }
 
 // New returns the resize controller, complete: clk is the clock of every decision (the
@@ -166,6 +169,9 @@ func New(clk clock.PassiveClock, c client.Client, api client.Reader, state *conf
 		shrunk: newShrinkBook(), oom: o.OOM, oomEvery: o.OOMEvery}
 	if o.Pressure != nil {
 		ctl.pressure = newPressureWatch(o.Pressure, o.PressureRaise)
+	}
+	if o.PredictedRequests {
+		ctl.predicted = NewPredictedAnnotator(c, api, state, r, o.DryRun)
 	}
 	return ctl
 }
@@ -278,8 +284,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	pc := &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
 		interval: pol.Resize.Interval, now: c.clock.Now()}
-	if err := c.publishPredicted(ctx, pc); err != nil {
-		log.Error(err, "publishing predicted requests")
+	if c.predicted != nil {
+		if err := c.predicted.Reconcile(ctx, PredictedInput{Profile: wp, Recommendations: recs, Params: pc.params}); err != nil {
+			log.Error(err, "publishing predicted requests")
+		}
 	}
 	pods, err := c.candidates(ctx, wp.Name)
 	if err != nil {

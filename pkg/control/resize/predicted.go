@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/resizeplan"
@@ -43,19 +44,40 @@ func PredictFromTemplate(namespace string, tmpl corev1.PodTemplateSpec, recs siz
 	return resizeplan.Planned(pod, resizeplan.Overrides(resizeplan.TargetsOf(pod, res.Changes)))
 }
 
-// publishPredicted writes the annotation on the top-level Deployment or StatefulSet of the
+// PredictedAnnotator is the resize controller's predicted-requests reconciler: it publishes
+// PredictedRequestsAnnotation on the workloads of a profile's admission-sized pods. The
+// profile pass runs it once per profile it evaluates (Options.PredictedRequests).
+type PredictedAnnotator struct {
+	client   client.Client // cached reads of the profile's pods, patches
+	api      client.Reader // uncached reads of Deployments and StatefulSets
+	state    *config.State
+	resolver *resolve.Resolver
+	dryRun   bool
+}
+
+// NewPredictedAnnotator returns the annotator; with dryRun it logs what it would publish
+// and writes nothing (SPEC §10.3).
+func NewPredictedAnnotator(c client.Client, api client.Reader, state *config.State, r *resolve.Resolver, dryRun bool) *PredictedAnnotator {
+	return &PredictedAnnotator{client: c, api: api, state: state, resolver: r, dryRun: dryRun}
+}
+
+// PredictedInput is one evaluated profile: its recommendations and its policy's parameters.
+type PredictedInput struct {
+	Profile         *ballastv1.WorkloadProfile
+	Recommendations sizing.Recommendations
+	Params          sizing.Params
+}
+
+// Reconcile writes the annotation on the top-level Deployment or StatefulSet of the
 // profile's admission-sized pods (apply and resize modes), once per workload per pass and
-// only when the value changes. Off unless Options.PredictedRequests.
-func (c *Controller) publishPredicted(ctx context.Context, pc *profileCtx) error {
-	if !c.opts.PredictedRequests {
-		return nil
-	}
-	log := ctrl.LoggerFrom(ctx).WithValues("profile", pc.profile.Name, "action", "predicted_requests")
-	if snap := c.state.Get(); snap.Active() {
+// only when the value changes. Nothing while the kill switch is active.
+func (a *PredictedAnnotator) Reconcile(ctx context.Context, in PredictedInput) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("profile", in.Profile.Name, "action", "predicted_requests")
+	if snap := a.state.Get(); snap.Active() {
 		return nil // admission sizes nothing while active; nothing to publish
 	}
 	list := &corev1.PodList{}
-	if err := c.client.List(ctx, list, client.MatchingFields{enrollment.ProfileRefIndex: pc.profile.Name}); err != nil {
+	if err := a.client.List(ctx, list, client.MatchingFields{enrollment.ProfileRefIndex: in.Profile.Name}); err != nil {
 		return err
 	}
 	seen := map[resolve.Workload]bool{}
@@ -64,7 +86,7 @@ func (c *Controller) publishPredicted(ctx context.Context, pc *profileCtx) error
 		if m := pod.Labels[ballastv1.ModeLabel]; m != ballastv1.ModeApply && m != ballastv1.ModeResize {
 			continue
 		}
-		w := c.resolver.Workload(ctx, pod)
+		w := a.resolver.Workload(ctx, pod)
 		if seen[w] || (w.Kind != "Deployment" && w.Kind != "StatefulSet") {
 			continue
 		}
@@ -78,20 +100,20 @@ func (c *Controller) publishPredicted(ctx context.Context, pc *profileCtx) error
 			s := &appsv1.StatefulSet{}
 			obj, tmpl = s, &s.Spec.Template
 		}
-		if err := c.api.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, obj); err != nil {
+		if err := a.api.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, obj); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("reading %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 			}
 			continue
 		}
-		value, err := Predicted(PredictFromTemplate(w.Namespace, *tmpl, pc.recs, pc.params))
+		value, err := Predicted(PredictFromTemplate(w.Namespace, *tmpl, in.Recommendations, in.Params))
 		if err != nil {
 			return err
 		}
 		if obj.GetAnnotations()[PredictedRequestsAnnotation] == value {
 			continue
 		}
-		if c.opts.DryRun {
+		if a.dryRun {
 			log.Info("dry-run: would publish predicted requests", "dry_run", true, "kind", w.Kind, "namespace", w.Namespace, "name", w.Name, "value", value)
 			continue
 		}
@@ -99,7 +121,7 @@ func (c *Controller) publishPredicted(ctx context.Context, pc *profileCtx) error
 		if err != nil {
 			return err
 		}
-		if err := c.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+		if err := a.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
 			return fmt.Errorf("publishing predicted requests on %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 		}
 		log.Info("published predicted requests", "kind", w.Kind, "namespace", w.Namespace, "name", w.Name, "value", value)
