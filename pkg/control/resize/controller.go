@@ -147,6 +147,9 @@ type Controller struct {
 	oomEvery time.Duration
 	// pressure is the pressure fast raise (nil: off), polled on the same ticks (pressure.go).
 	pressure *pressureWatch
+	// profilePass and podOutcomes are the two watch-driven reconcilers over this state.
+	profilePass *ProfilePass
+	podOutcomes *PodOutcomes
 	// predicted publishes predicted requests on each evaluated profile's workloads (nil:
 	// off, Options.PredictedRequests).
 	predicted *PredictedAnnotator
@@ -173,6 +176,7 @@ func New(clk clock.PassiveClock, c client.Client, api client.Reader, state *conf
 	if o.PredictedRequests {
 		ctl.predicted = NewPredictedAnnotator(c, api, state, r, o.DryRun)
 	}
+	ctl.profilePass, ctl.podOutcomes = &ProfilePass{c: ctl}, &PodOutcomes{c: ctl}
 	return ctl
 }
 
@@ -207,14 +211,14 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		WithLogConstructor(reconciler.LogConstructor(c.log, "resize", "WorkloadProfile")).
 		For(&ballastv1.WorkloadProfile{}, builder.WithPredicates(flips)).
 		WatchesRawSource(source.Channel(released, handler.EnqueueRequestsFromMapFunc(c.allProfiles))).
-		Complete(reconcile.Func(c.Reconcile)); err != nil {
+		Complete(reconciler.For(c.client, func() *ballastv1.WorkloadProfile { return &ballastv1.WorkloadProfile{} }, c.profilePass)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("resize-outcomes").
 		WithLogConstructor(reconciler.LogConstructor(c.log, "resize-outcomes", "Pod")).
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(watched))).
-		Complete(reconcile.Func(c.ReconcilePod))
+		Complete(reconciler.For(c.client, func() *corev1.Pod { return &corev1.Pod{} }, c.podOutcomes))
 }
 
 func (c *Controller) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -247,13 +251,18 @@ type profileCtx struct {
 // policyLabel is the policy attribute of metrics and logs: <name> or <namespace>/<name>.
 func (p *profileCtx) policyLabel() string { return p.policy.RefAnnotation() }
 
+// ProfilePass is the resize controller's profile reconciler (SPEC §8.1–§8.4): profile
+// gating, the per-pod chain, one planned pass per node. It shares the controller's node
+// passes and ladder state with the other reconcilers (PodOutcomes, the fast raises).
+type ProfilePass struct{ c *Controller }
+
+// ProfilePass returns the profile reconciler (registered by Register; tests call it).
+func (c *Controller) ProfilePass() *ProfilePass { return c.profilePass }
+
 // Reconcile evaluates one profile (SPEC §8.1–§8.4).
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (p *ProfilePass) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfile) (reconcile.Result, error) {
+	c := p.c
 	log := ctrl.LoggerFrom(ctx)
-	wp := &ballastv1.WorkloadProfile{}
-	if err := c.client.Get(ctx, req.NamespacedName, wp); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
 	if !wp.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}

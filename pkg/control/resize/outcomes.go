@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,19 +19,28 @@ import (
 // killSwitchRetry is when a suppressed outcome is recorded again (after release, §10.2).
 const killSwitchRetry = 5 * time.Second
 
-// ReconcilePod observes one resize-mode pod after a Ballast patch (SPEC §9): it maps the
+// PodOutcomes is the resize controller's pod reconciler (SPEC §9): the outcome of each
+// Ballast resize, the Deferred ladder's time limits and the raise-back after a shrink, over
+// the state it shares with ProfilePass and the fast raises.
+type PodOutcomes struct{ c *Controller }
+
+// PodOutcomes returns the pod reconciler (registered by Register; tests call it).
+func (c *Controller) PodOutcomes() *PodOutcomes { return c.podOutcomes }
+
+// Gone forgets a deleted pod's marks.
+func (o *PodOutcomes) Gone(_ context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	o.c.forget(key)
+	o.c.shrunk.drop(key)
+	return reconcile.Result{}, nil
+}
+
+// Reconcile observes one resize-mode pod after a Ballast patch (SPEC §9): it maps the
 // pod's conditions to a resize-state, records each transition once, and works the
 // Deferred ladder's time limits.
-func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (o *PodOutcomes) Reconcile(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	c := o.c
 	log := ctrl.LoggerFrom(ctx)
-	pod := &corev1.Pod{}
-	if err := c.client.Get(ctx, req.NamespacedName, pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			c.forget(req.NamespacedName)
-			c.shrunk.drop(req.NamespacedName)
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
+	key := client.ObjectKeyFromObject(pod)
 	if res, done, err := c.checkRevert(ctx, pod); done || err != nil {
 		return res, err
 	}
@@ -66,14 +74,14 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 				if err != nil {
 					return reconcile.Result{}, err
 				}
-				if !again || c.api.Get(ctx, req.NamespacedName, pod) != nil {
+				if !again || c.api.Get(ctx, key, pod) != nil {
 					break
 				}
 			}
 		}
 	}
 	if !resizeplan.Settling(state) {
-		c.forget(req.NamespacedName)
+		c.forget(key)
 		return reconcile.Result{}, c.releaseIfIdle(ctx, pod.Spec.NodeName)
 	}
 	if state == ballastv1.ResizeStateDeferred {
