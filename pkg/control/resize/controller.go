@@ -43,7 +43,6 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/reconciler"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/policy"
-	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -142,14 +141,12 @@ type Controller struct {
 	// shrunk remembers each pod's size before Ballast's last shrink (raise-back, revert.go).
 	shrunk *shrinkBook
 
-	// oom is the OOM stream reader of fast raises (nil: none), polled every oomEvery.
-	oom      OOMSource
-	oomEvery time.Duration
 	// pressure is the pressure fast raise (nil: off), polled on the same ticks (pressure.go).
 	pressure *pressureWatch
-	// profilePass and podOutcomes are the two watch-driven reconcilers over this state.
+	// The reconcilers over this state: ProfilePass and PodOutcomes (watches), FastRaise (ticks).
 	profilePass *ProfilePass
 	podOutcomes *PodOutcomes
+	fastRaise   *FastRaise
 	// predicted publishes predicted requests on each evaluated profile's workloads (nil:
 	// off, Options.PredictedRequests).
 	predicted *PredictedAnnotator
@@ -169,7 +166,7 @@ func New(clk clock.PassiveClock, c client.Client, api client.Reader, state *conf
 	ctl := &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, clock: clk, opts: o,
 		log: log, since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
 		noGuard: map[string]time.Time{}, handedOver: map[types.NamespacedName]podMark{}, planning: map[string]int{},
-		shrunk: newShrinkBook(), oom: o.OOM, oomEvery: o.OOMEvery}
+		shrunk: newShrinkBook()}
 	if o.Pressure != nil {
 		ctl.pressure = newPressureWatch(o.Pressure, o.PressureRaise)
 	}
@@ -177,6 +174,7 @@ func New(clk clock.PassiveClock, c client.Client, api client.Reader, state *conf
 		ctl.predicted = NewPredictedAnnotator(c, api, state, r, o.DryRun)
 	}
 	ctl.profilePass, ctl.podOutcomes = &ProfilePass{c: ctl}, &PodOutcomes{c: ctl}
+	ctl.fastRaise = newFastRaise(ctl, o.OOM, o.OOMEvery)
 	return ctl
 }
 
@@ -191,8 +189,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	if err := mgr.Add(&background{c: c, src: c.oom, every: c.oomEvery, guardSweep: 30 * time.Second,
-		last: map[string]string{}, retry: map[types.UID]series.OOMEvent{}}); err != nil {
+	if err := mgr.Add(c.fastRaise); err != nil {
 		return err
 	}
 	// Release of the kill switch re-evaluates every profile at once instead of after the

@@ -21,8 +21,11 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
+	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
 
 var t0 = time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
@@ -121,5 +124,78 @@ func TestPodOutcomesCompleted(t *testing.T) {
 	}
 	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Normal ResizeCompleted ") {
 		t.Errorf("events %q, want one ResizeCompleted", evs)
+	}
+}
+
+// oomStream is a profile's OOM stream holding recs (read from the start only).
+type oomStream struct {
+	recs  []store.OOMRecord
+	reads int
+}
+
+func (s *oomStream) ReadOOM(_ context.Context, _, afterID string) ([]store.OOMRecord, error) {
+	s.reads++
+	if afterID != "" {
+		return nil, nil
+	}
+	return s.recs, nil
+}
+
+// TestFastRaiseRefusals: one tick reads the OOM stream of the profile with a Running
+// resize-mode pod and decides the raises that need no node pass; each kill is counted once
+// with its result, and the next tick (after the last entry) counts nothing more.
+func TestFastRaiseRefusals(t *testing.T) {
+	limited := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: bytes(128 << 20)},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: bytes(1 << 30)}}
+	unlimited := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: bytes(128 << 20)}}
+	cases := map[string]struct {
+		resources corev1.ResourceRequirements
+		kind      string
+		peak      int64
+		want      string
+	}{
+		"a node-level kill is not the container's": {limited, "node", 900 << 20, "not_container"},
+		"no memory limit to raise":                 {unlimited, "container", 900 << 20, "no_limit"},
+		"the limit is above the OOM bump already":  {limited, "container", 100 << 20, "already_raised"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-a", UID: "u1",
+				Labels:      map[string]string{ballastv1.ModeLabel: ballastv1.ModeResize},
+				Annotations: map[string]string{ballastv1.ProfileRefAnnotation: "web"}},
+				Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Resources: tc.resources}}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+			wp.Status.MeasurementHash = "h1"
+			s := runtime.NewScheme()
+			_ = clientgoscheme.AddToScheme(s)
+			_ = ballastv1.AddToScheme(s)
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(pod, wp).
+				WithIndex(&corev1.Pod{}, enrollment.ModeIndex, func(o client.Object) []string {
+					return []string{o.GetLabels()[ballastv1.ModeLabel]}
+				}).Build()
+			src := &oomStream{recs: []store.OOMRecord{{ID: "1-0", Event: series.OOMEvent{Container: "app", Pod: "shop/web-a",
+				Node: "n1", At: t0.Add(-10 * time.Second), PeakBytes: tc.peak, LimitBytes: 1 << 30, Kind: tc.kind}}}}
+			m := NewMetrics(prometheus.NewRegistry(), nil)
+			ctl := New(clocktesting.NewFakePassiveClock(t0), c, c, config.NewState(nil), resolve.New(c), m, nil,
+				logr.Discard(), Options{OOM: src})
+			for range 2 {
+				if err := ctl.FastRaise().Reconcile(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if src.reads != 2 {
+				t.Errorf("the stream was read %d times in two ticks", src.reads)
+			}
+			for _, r := range []string{"not_container", "no_limit", "already_raised", "sent"} {
+				want := 0.0
+				if r == tc.want {
+					want = 1
+				}
+				if n := testutil.ToFloat64(m.Raises.WithLabelValues("oom", r)); n != want {
+					t.Errorf("raises{oom,%s} = %v, want %v", r, n, want)
+				}
+			}
+		})
 	}
 }
