@@ -12,8 +12,8 @@
 // annotations.go, events.go, metrics.go, apierror.go (API errors as outcomes), guard.go
 // (the node guard key), node.go (one node's pass), climb.go and capdeferred.go (the
 // ladder's rungs), send.go (patches and their bookkeeping), outcomes.go (the pod watch),
-// oom.go (fast raises after OOM kills), pressure.go and pressurerun.go (fast raises under
-// sustained memory pressure), revert.go (raise-back after a shrink).
+// oom.go (fast raises after OOM kills), pressure.go (fast raises under sustained memory
+// pressure), revert.go (raise-back after a shrink).
 package resize
 
 import (

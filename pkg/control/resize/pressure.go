@@ -18,6 +18,15 @@ import (
 	"github.com/ballastk8s/ballast/pkg/store"
 )
 
+// Defaults of the pressure fast raise (ballast-control --pressure-raise-threshold and
+// --pressure-raise-sustain).
+const (
+	// DefaultPressureThreshold: 10 % of the time stalled on memory.
+	DefaultPressureThreshold = 0.10
+	// DefaultPressureSustain: for at least 30 s without a break.
+	DefaultPressureSustain = 30 * time.Second
+)
+
 // PressureSource reads a profile's memory-pressure stream (store.Reader.ReadPressure).
 type PressureSource interface {
 	ReadPressure(ctx context.Context, profile, afterID string) ([]store.PressureRecord, error)
@@ -59,7 +68,7 @@ const (
 type pressureWatch struct {
 	src     PressureSource
 	opts    PressureOptions
-	tracker *pressureTracker
+	tracker *resizeplan.PressureTracker
 	last    map[string]string // profile hash → last stream ID seen
 }
 
@@ -73,7 +82,7 @@ func newPressureWatch(src PressureSource, o PressureOptions) *pressureWatch {
 	if o.Sustain == 0 {
 		o.Sustain = DefaultPressureSustain
 	}
-	return &pressureWatch{src: src, opts: o, tracker: newPressureTracker(o.Threshold, o.Sustain), last: map[string]string{}}
+	return &pressureWatch{src: src, opts: o, tracker: resizeplan.NewPressureTracker(o.Threshold, o.Sustain), last: map[string]string{}}
 }
 
 // pollPressure reads the new pressure readings of every profile with resize-mode pods and
@@ -86,14 +95,14 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 	}
 	log := ctrl.LoggerFrom(ctx)
 	now := c.clock.Now()
-	defer w.tracker.prune(now, pressureKeep)
+	defer w.tracker.Prune(now, pressureKeep)
 	return eachResizeProfile(ctx, c.client, func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error {
 		hash := wp.Status.MeasurementHash
 		recs, err := w.src.ReadPressure(ctx, hash, w.last[hash])
 		if err != nil {
 			return fmt.Errorf("reading the pressure stream of %s: %w", wp.Name, err)
 		}
-		changed := map[runKey]*corev1.Pod{}
+		changed := map[resizeplan.RunKey]*corev1.Pod{}
 		for _, r := range recs {
 			w.last[hash] = r.ID
 			if r.Err != nil {
@@ -104,19 +113,19 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 			if p == nil || now.Sub(r.Reading.At) > pressureKeep {
 				continue
 			}
-			k := runKey{uid: p.UID, container: r.Reading.Container}
-			if w.tracker.observe(k, r.Reading) {
+			k := resizeplan.RunKey{UID: p.UID, Container: r.Reading.Container}
+			if w.tracker.Observe(k, r.Reading) {
 				changed[k] = p
 			}
 		}
 		for k, p := range changed {
-			run, ok := w.tracker.sustained(k)
-			if !ok || now.Sub(run.end) > pressureFresh {
+			run, ok := w.tracker.Sustained(k)
+			if !ok || now.Sub(run.End) > pressureFresh {
 				continue
 			}
-			switch c.raiseOnPressure(ctx, wp, p, k.container, run) {
+			switch c.raiseOnPressure(ctx, wp, p, k.Container, run) {
 			case raiseSent, raiseRefused:
-				w.tracker.restart(k, maxTime(now, run.end))
+				w.tracker.Restart(k, maxTime(now, run.End))
 			case raiseLater:
 				// Settling or failed: the next reading of the run tries again.
 			}
@@ -144,7 +153,7 @@ const (
 // raiseOnPressure raises one container's memory limit one OOM step (max(limit × 1.2,
 // limit + 100Mi), at most the node's allocatable memory), and its request with it when
 // they were equal, so the QoS class stays.
-func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.WorkloadProfile, pod *corev1.Pod, container string, run *pressureRun) raiseResult {
+func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.WorkloadProfile, pod *corev1.Pod, container string, run *resizeplan.PressureRun) raiseResult {
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "container", container,
 		"trigger", "pressure", "profile", wp.Name)
 	count := func(result string) { c.metrics.Raises.WithLabelValues("pressure", result).Inc() }
@@ -186,10 +195,10 @@ func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.Workload
 	}
 	th := c.pressure.opts
 	msg := fmt.Sprintf("container %s under sustained memory pressure: %.0f%% of the time stalled for %s (peak %.0f%%, %s; threshold %.0f%% for %s): memory limit raised in place from %s to %s",
-		container, 100*run.mean(), run.covered().Round(time.Second), 100*float64(run.peak)/series.StallScale, run.source,
+		container, 100*run.Mean(), run.Covered().Round(time.Second), 100*float64(run.Peak)/series.StallScale, run.Source,
 		100*th.Threshold, th.Sustain, lim.String(), newLim.String())
-	log.Info("fast raise under sustained memory pressure", "stalled_share", run.mean(), "stalled_for", run.covered().String(),
-		"source", run.source, "limit_before", lim.String(), "limit_after", newLim.String(), "dry_run", c.opts.DryRun)
+	log.Info("fast raise under sustained memory pressure", "stalled_share", run.Mean(), "stalled_for", run.Covered().String(),
+		"source", run.Source, "limit_before", lim.String(), "limit_after", newLim.String(), "dry_run", c.opts.DryRun)
 	pc := &profileCtx{profile: wp, now: c.clock.Now()}
 	if _, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: []sizing.ContainerChanges{ch}, why: "pressure"}}); err != nil {
 		count("error")

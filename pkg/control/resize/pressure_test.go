@@ -13,6 +13,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
@@ -56,8 +57,8 @@ func TestRaiseOnPressureRefusals(t *testing.T) {
 			m := NewMetrics(nil, nil)
 			c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, nil,
 				logr.Discard(), Options{Pressure: noPressure{}})
-			run := &pressureRun{start: time.Unix(1_800_000_000, 0), end: time.Unix(1_800_000_030, 0), peak: 300_000,
-				stalled: 9 * time.Second, source: series.PressureSourcePSI}
+			run := &resizeplan.PressureRun{Start: time.Unix(1_800_000_000, 0), End: time.Unix(1_800_000_030, 0), Peak: 300_000,
+				Stalled: 9 * time.Second, Source: series.PressureSourcePSI}
 			wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 			if got := c.raiseOnPressure(context.Background(), wp, tc.pod, tc.container, run); got != tc.want {
 				t.Errorf("result %v, want %v", got, tc.want)
