@@ -10,14 +10,14 @@ import (
 // ShrunkContainers returns, for each container that changes cut (any cpu or memory request
 // or limit lowered), its full resources in pod before the change. Empty for a pure growth.
 func ShrunkContainers(pod *corev1.Pod, changes []sizing.ContainerChanges) []ContainerTarget {
-	after := sizing.WithChanges(pod, changes)
 	var out []ContainerTarget
 	for _, ch := range changes {
-		cur, next := ch.Container(pod), ch.Container(after)
-		if cur == nil || next == nil {
+		next, ok := ch.Applied(pod)
+		if !ok {
 			continue
 		}
-		if lowers(cur.Resources.Requests, next.Resources.Requests) || lowers(cur.Resources.Limits, next.Resources.Limits) {
+		cur := ch.Container(pod)
+		if lowers(cur.Resources.Requests, next.Requests) || lowers(cur.Resources.Limits, next.Limits) {
 			out = append(out, ContainerTarget{Name: ch.Name, Sidecar: ch.Sidecar,
 				Requests: nonNil(cur.Resources.Requests).DeepCopy(), Limits: nonNil(cur.Resources.Limits).DeepCopy()})
 		}

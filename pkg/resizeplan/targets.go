@@ -8,19 +8,17 @@ import (
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
-// TargetsOf are the full proposed resources of each container changes address: the
-// containers of sizing.WithChanges(pod, changes), the pod the API server will hold once
-// the patch is accepted. Changes that address no container are left out.
+// TargetsOf are the full proposed resources of each container changes address, as the API
+// server will hold them once the patch is accepted (sizing's ContainerChanges.Applied, the
+// container of sizing.WithChanges). Changes that address no container are left out.
 func TargetsOf(pod *corev1.Pod, changes []sizing.ContainerChanges) []ContainerTarget {
-	after := sizing.WithChanges(pod, changes)
 	out := make([]ContainerTarget, 0, len(changes))
 	for _, ch := range changes {
-		c := ch.Container(after)
-		if c == nil {
+		r, ok := ch.Applied(pod)
+		if !ok {
 			continue
 		}
-		out = append(out, ContainerTarget{Name: ch.Name, Sidecar: ch.Sidecar,
-			Requests: nonNil(c.Resources.Requests), Limits: nonNil(c.Resources.Limits)})
+		out = append(out, ContainerTarget{Name: ch.Name, Sidecar: ch.Sidecar, Requests: nonNil(r.Requests), Limits: nonNil(r.Limits)})
 	}
 	return out
 }

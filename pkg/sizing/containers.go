@@ -142,3 +142,20 @@ func LongRunning(pod *corev1.Pod) []ContainerChanges {
 func (c ContainerChanges) Container(pod *corev1.Pod) *corev1.Container {
 	return refOf(c).container(pod)
 }
+
+// Applied returns the resources of the container ch addresses in pod with ch written into
+// them and the API server's request defaulting applied, as WithChanges leaves that
+// container, without copying the pod; ok is false when pod has no such container. pod is
+// not modified.
+func (c ContainerChanges) Applied(pod *corev1.Pod) (r corev1.ResourceRequirements, ok bool) {
+	ctr := c.Container(pod)
+	if ctr == nil {
+		return r, false
+	}
+	out := corev1.Container{Resources: corev1.ResourceRequirements{
+		Requests: merged(ctr.Resources.Requests.DeepCopy(), c.Requests),
+		Limits:   merged(ctr.Resources.Limits.DeepCopy(), c.Limits),
+	}}
+	defaultRequests(&out)
+	return out.Resources, true
+}
