@@ -65,6 +65,16 @@ var _ = http.MethodGet
 
 func badNow() clock.Time { _ = os.Getenv("X"); return clock.Now() }
 `)
+	write(t, tmp, "pkg/resizeplan/zz_bad.go", `package resizeplan
+
+import (
+	"time"
+
+	_ "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func badSince(t time.Time) time.Duration { return time.Since(t) }
+`)
 	write(t, tmp, "pkg/nodeagent/discovery/zz_bad.go", `package discovery
 
 import _ "github.com/ballastk8s/ballast/pkg/control/config"
@@ -81,6 +91,8 @@ import _ "github.com/ballastk8s/ballast/test/harness"
 		"pkg/series/zz_bad.go:4: pure package imports net/http",
 		"pkg/series/zz_bad.go:5: pure package imports os",
 		"pkg/series/zz_bad.go:11: pure package reads the clock (clock.Now)",
+		"pkg/resizeplan/zz_bad.go:6: pure package imports sigs.k8s.io/controller-runtime/pkg/client",
+		"pkg/resizeplan/zz_bad.go:9: pure package reads the clock (time.Since)",
 		"cmd/ballast-node links github.com/ballastk8s/ballast/pkg/control/config",
 		"cmd/ballast-control links github.com/ballastk8s/ballast/test/harness",
 	}

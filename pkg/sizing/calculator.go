@@ -109,15 +109,15 @@ func Calculate(pod *corev1.Pod, recs Recommendations, p Params, s Stepping) Plan
 	// Trust a profile's values only within the allowed range (policy minAllowed and
 	// maxAllowed, the largest node's allocatable).
 	recs, capped := capRecommendations(recs, p.Bounds.Allowed)
-	before := qosOf(pod, nil)
+	before := QoSWith(pod, nil)
 	plan := c.plan(pod, recs, false)
-	after := qosOf(pod, plan.Changes())
+	after := QoSWith(pod, plan.Changes())
 	if before == corev1.PodQOSBurstable && after == corev1.PodQOSGuaranteed {
 		// Some request written equal to its limit would make the pod Guaranteed: write
 		// one unit below the limit instead (SPEC §7.5).
 		plan = c.plan(pod, recs, true)
 		plan.StepDown = true
-		after = qosOf(pod, plan.Changes())
+		after = QoSWith(pod, plan.Changes())
 	}
 	plan.QoSBefore, plan.QoSAfter = before, after
 	plan.Bounded = capped
@@ -333,12 +333,12 @@ func pinForQoS(pod *corev1.Pod, plan *Plan) {
 	// Test each container's changes alone against the original pod.
 	for i := range plan.Containers {
 		cp := &plan.Containers[i]
-		if ch := cp.Changes(); !ch.empty() && qosOf(pod, []ContainerChanges{ch}) != plan.QoSBefore {
+		if ch := cp.Changes(); !ch.empty() && QoSWith(pod, []ContainerChanges{ch}) != plan.QoSBefore {
 			cp.Pinned = true
 		}
 	}
 	// The rest together still change the class ⇒ leave the whole pod unpatched.
-	if qosOf(pod, plan.unpinnedChanges()) != plan.QoSBefore {
+	if QoSWith(pod, plan.unpinnedChanges()) != plan.QoSBefore {
 		for i := range plan.Containers {
 			if !plan.Containers[i].Changes().empty() {
 				plan.Containers[i].Pinned = true

@@ -73,11 +73,11 @@ func limitOf(c *corev1.Container, res corev1.ResourceName) *resource.Quantity {
 	return q
 }
 
-// withChanges returns a deep copy of pod with changes written into it, and the API
+// WithChanges returns a deep copy of pod with changes written into it, and the API
 // server's request defaulting applied afterwards (a limit without a request defaults the
 // request to the limit), so QoS of the result is what the API server will see. Changes
 // that point at no container are ignored.
-func withChanges(pod *corev1.Pod, changes []ContainerChanges) *corev1.Pod {
+func WithChanges(pod *corev1.Pod, changes []ContainerChanges) *corev1.Pod {
 	out := pod.DeepCopy()
 	for _, ch := range changes {
 		c := refOf(ch).container(out)
@@ -123,4 +123,39 @@ func defaultRequests(c *corev1.Container) {
 		}
 		c.Resources.Requests[res] = lim.DeepCopy()
 	}
+}
+
+// LongRunning returns empty changes addressing each of pod's long-running containers (native
+// sidecars, then regular containers, each in spec order; SPEC §6.2, §7.3), for callers
+// that build their own changes (the resize controller's fast raises, caps and reverts).
+func LongRunning(pod *corev1.Pod) []ContainerChanges {
+	refs := longRunning(pod)
+	out := make([]ContainerChanges, len(refs))
+	for i, r := range refs {
+		out[i] = r.changes()
+	}
+	return out
+}
+
+// Container returns the container c addresses in pod (by Sidecar and Index, checked
+// against Name), nil when the pod does not have it.
+func (c ContainerChanges) Container(pod *corev1.Pod) *corev1.Container {
+	return refOf(c).container(pod)
+}
+
+// Applied returns the resources of the container ch addresses in pod with ch written into
+// them and the API server's request defaulting applied, as WithChanges leaves that
+// container, without copying the pod; ok is false when pod has no such container. pod is
+// not modified.
+func (c ContainerChanges) Applied(pod *corev1.Pod) (r corev1.ResourceRequirements, ok bool) {
+	ctr := c.Container(pod)
+	if ctr == nil {
+		return r, false
+	}
+	out := corev1.Container{Resources: corev1.ResourceRequirements{
+		Requests: merged(ctr.Resources.Requests.DeepCopy(), c.Requests),
+		Limits:   merged(ctr.Resources.Limits.DeepCopy(), c.Limits),
+	}}
+	defaultRequests(&out)
+	return out.Resources, true
 }

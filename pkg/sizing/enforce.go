@@ -47,7 +47,7 @@ func repin(pod *corev1.Pod, plan *Plan) {
 	for i := range plan.Containers {
 		plan.Containers[i].Pinned = false
 	}
-	plan.QoSAfter = qosOf(pod, plan.Changes())
+	plan.QoSAfter = QoSWith(pod, plan.Changes())
 	pinForQoS(pod, plan)
 }
 

@@ -28,7 +28,7 @@ func violations(pod *corev1.Pod, changes []ContainerChanges, b Bounds) []violati
 	if len(changes) == 0 || (len(b.LimitRanges) == 0 && len(b.Quotas) == 0 && pod.Spec.Resources == nil) {
 		return nil
 	}
-	before, after := withChanges(pod, nil), withChanges(pod, changes)
+	before, after := WithChanges(pod, nil), WithChanges(pod, changes)
 	var out []violation
 	// Container-type LimitRange items, on the containers the changes touch.
 	for _, ch := range changes {

@@ -215,7 +215,7 @@ func TestAdmissionProperties(t *testing.T) {
 			if d := diff(expectedAfter(s.pod, res, nil), &got); d != "" {
 				t.Fatalf("patched pod differs from the result:\n%s", d)
 			}
-			after := withChanges(&got, nil) // API server defaulting
+			after := WithChanges(&got, nil) // API server defaulting
 			checkRequestsWithinLimits(t, after)
 			checkUntouched(t, s.pod, after)
 			if before := QoS(s.pod); before != corev1.PodQOSBestEffort {
@@ -277,7 +277,7 @@ func TestResizeProperties(t *testing.T) {
 				if dd := diff(expectedAfter(p, Result{Changes: d.Changes}, nil), next); dd != "" {
 					t.Fatalf("cycle %d: patched pod differs from the decision:\n%s", cycle, dd)
 				}
-				next = withChanges(next, nil)
+				next = WithChanges(next, nil)
 				checkRequestsWithinLimits(t, next)
 				checkUntouched(t, p, next)
 				if before, after := QoS(p), QoS(next); before != after {

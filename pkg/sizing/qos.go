@@ -18,7 +18,7 @@ var qosResources = [...]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceM
 //     limits and, per resource, its request equals its limit; else Burstable.
 //
 // A request is compared as written: callers that want the API server's view of a pod
-// whose limits lack requests apply its defaulting first (see qosOf).
+// whose limits lack requests apply its defaulting first (see QoSWith).
 func QoS(pod *corev1.Pod) corev1.PodQOSClass {
 	if pr := pod.Spec.Resources; pr != nil && hasCompute(pr) {
 		return classOf([]*corev1.ResourceRequirements{pr})
@@ -74,8 +74,8 @@ func nonZero(list corev1.ResourceList, res corev1.ResourceName) *resource.Quanti
 	return &q
 }
 
-// qosOf is the QoS class the API server will see for pod with changes written into it
+// QoSWith is the QoS class the API server will see for pod with changes written into it
 // (its request defaulting included). With no changes it is the pod's own class.
-func qosOf(pod *corev1.Pod, changes []ContainerChanges) corev1.PodQOSClass {
-	return QoS(withChanges(pod, changes))
+func QoSWith(pod *corev1.Pod, changes []ContainerChanges) corev1.PodQOSClass {
+	return QoS(WithChanges(pod, changes))
 }

@@ -115,8 +115,8 @@ func TestQoSOfAppliesRequestDefaulting(t *testing.T) {
 	// the limit, which can make the pod Guaranteed.
 	p := pod(container("app").req("cpu", "100m").lim("cpu", "100m")).obj()
 	ch := []ContainerChanges{{Name: "app", Limits: rl("memory", "128Mi")}}
-	if got := qosOf(p, ch); got != corev1.PodQOSGuaranteed {
-		t.Errorf("qosOf with defaulting = %s, want Guaranteed", got)
+	if got := QoSWith(p, ch); got != corev1.PodQOSGuaranteed {
+		t.Errorf("QoSWith with defaulting = %s, want Guaranteed", got)
 	}
 	if got := QoS(p); got != corev1.PodQOSBurstable {
 		t.Errorf("QoS of the original = %s, want Burstable", got)

@@ -112,7 +112,7 @@ func TestResizeExamples(t *testing.T) {
 				if diff := cmp.Diff(want.clamps, d.Clamps, cmpOpts...); diff != "" {
 					t.Errorf("cycle %d clamps (-want +got):\n%s", i+1, diff)
 				}
-				p = withChanges(p, d.Changes)
+				p = WithChanges(p, d.Changes)
 			}
 			if d := Resize(p, tc.recs, tc.settings); d.Reason != tc.final {
 				t.Errorf("after %d cycles: reason %q (%s), want %q", len(tc.cycles), d.Reason, d.Message, tc.final)

@@ -106,14 +106,6 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		Namespaced: policies.NewNamespaced(d.Clock, c, d.State, pm, d.Events, d.log(ComponentPolicies)),
 		Enrollment: enrollment.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver, enrollment.NewMetrics(d.Registry), d.log(ComponentWatcher)),
 		Profiles:   profiles.New(d.Clock, c, d.State, d.Resolver, d.Store, profiles.NewMetrics(d.Registry), d.log(ComponentCollector)),
-		Resize: resize.New(c, mgr.GetAPIReader(), d.State, d.Resolver,
-			resize.NewMetrics(d.Registry, d.shared.Clamped),
-			resize.NewEvents(mgr.GetEventRecorderFor(ballastv1.EventComponent)), //nolint:staticcheck // core v1 Events (SPEC §11.3)
-			d.Clock.Now, resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests}).
-			WithLogger(d.log(ComponentAdjuster)).WithOOM(streams, time.Second),
-	}
-	if o.PressureRaiseThreshold > 0 {
-		cs.Resize.WithPressure(streams, o.pressure())
 	}
 	if cs.Fallback, err = newFallback(mgr, o, d); err != nil {
 		return nil, err
@@ -129,13 +121,22 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	cs.Cluster.SetResolver(d.Resolver)
 	cs.Namespaced.SetResolver(d.Resolver)
 	cs.Enrollment.SetEvents(d.Events)
+	ro := resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests,
+		OOM: streams, OOMEvery: time.Second}
+	if o.PressureRaiseThreshold > 0 {
+		ro.Pressure, ro.PressureRaise = streams, o.pressure()
+	}
 	if o.Understudy {
 		if cs.Understudy, err = understudy.Setup(ctx, mgr, d.Clock, d.State, d.Registry, d.Events, d.log(ComponentUnderstudy), o.understudy()); err != nil {
 			return nil, fmt.Errorf("setting up understudy: %w", err)
 		}
 		// The Deferred ladder's rung 3 (SPEC §15.5): resize hands over, Understudy relocates
 		// and reports the outcome back; neither package imports the other.
-		cs.Resize.SetRelocator(cs.Understudy.Relocator)
+		ro.Relocator = cs.Understudy.Relocator
+	}
+	cs.Resize = resize.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver, resize.NewMetrics(d.Registry, d.shared.Clamped),
+		d.Events, d.log(ComponentAdjuster), ro)
+	if cs.Understudy != nil {
 		cs.Understudy.Relocator.SetRecorder(cs.Resize)
 	}
 	regs := []interface{ Register(ctrl.Manager) error }{cs.Config, cs.Cluster, cs.Namespaced, cs.Enrollment, cs.Profiles, cs.Resize, cs.Fallback}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 )
 
 // maxBlockedBytes bounds the resize-blocked text (SPEC §8.4).
@@ -38,7 +39,7 @@ func Applied(now time.Time) Annotations {
 // ForTransition are the writes of a state change (SPEC §9): resize-state and its -since;
 // Infeasible and Error also set resize-blocked (the message, at most 256 bytes) and
 // resize-blocked-at, so the blocked backoff of §8.2 step 2 applies.
-func ForTransition(t Transition, now time.Time) Annotations {
+func ForTransition(t resizeplan.Transition, now time.Time) Annotations {
 	a := Annotations{
 		ballastv1.ResizeStateAnnotation:      str(t.To),
 		ballastv1.ResizeStateSinceAnnotation: stamp(now),

@@ -6,12 +6,14 @@
 // metrics and, through the pod annotations the profiles controller counts, the profile's
 // status.resize. It runs on the leader.
 //
-// One concern per file: outcome.go (the §9 state machine), annotations.go, events.go,
-// metrics.go, accounting.go and planner.go (pure node planning), ladder.go and cap.go
-// (the ladder's pure decisions), guard.go (the node guard key), node.go (one node's pass),
-// send.go (patches and their bookkeeping), outcomes.go (the pod watch), oom.go (fast
-// raises after OOM kills), pressure.go and pressurerun.go (fast raises under sustained
-// memory pressure).
+// The pure planning (accounting, the node planner, the ladder's hand-over and cap, the §9
+// outcome state machine, the target math of caps, reverts and fast raises) is
+// pkg/resizeplan; this package reads, writes and records. One concern per file:
+// annotations.go, events.go, metrics.go, apierror.go (API errors as outcomes), guard.go
+// (the node guard key), node.go (one node's pass), climb.go and capdeferred.go (the
+// ladder's rungs), send.go (patches and their bookkeeping), outcomes.go (the pod watch),
+// oom.go (fast raises after OOM kills), pressure.go (fast raises under sustained memory
+// pressure), revert.go (raise-back after a shrink).
 package resize
 
 import (
@@ -24,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,10 +39,10 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
+	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/reconciler"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/policy"
-	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -63,6 +66,14 @@ type Options struct {
 	// RevertWindow is how long after a shrink an OOM kill or NotReady raises the pod back
 	// to its pre-shrink size (revert.go). Default 10m.
 	RevertWindow time.Duration
+	// OOM reads profiles' OOM streams for fast raises (nil: none), polled every OOMEvery
+	// (default 1s).
+	OOM      OOMSource
+	OOMEvery time.Duration
+	// Pressure reads profiles' memory-pressure streams for the pressure fast raise (nil:
+	// off), tuned by PressureRaise (zero fields take the defaults; pressure.go).
+	Pressure      PressureSource
+	PressureRaise PressureOptions
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on the
 	// Deployments and StatefulSets of admission-sized pods (off by default).
 	PredictedRequests bool
@@ -79,6 +90,7 @@ func (o *Options) defaults() {
 	def(&o.GuardHold, 5*time.Minute)
 	def(&o.ProfileRetry, 15*time.Minute)
 	def(&o.RevertWindow, defaultRevertWindow)
+	def(&o.OOMEvery, time.Second)
 }
 
 // Relocator is the Deferred ladder's rung 3: it moves a pod whose growth cannot fit on its
@@ -108,8 +120,8 @@ type Controller struct {
 	state    *config.State
 	resolver *resolve.Resolver
 	metrics  *Metrics
-	events   Events
-	now      func() time.Time
+	events   *events.Recorder
+	clock    clock.PassiveClock
 	opts     Options
 	log      logr.Logger
 
@@ -129,34 +141,41 @@ type Controller struct {
 	// shrunk remembers each pod's size before Ballast's last shrink (raise-back, revert.go).
 	shrunk *shrinkBook
 
-	// oom is the OOM stream reader of fast raises (nil: none), polled every oomEvery.
-	oom      OOMSource
-	oomEvery time.Duration
 	// pressure is the pressure fast raise (nil: off), polled on the same ticks (pressure.go).
 	pressure *pressureWatch
+	// The reconcilers over this state: ProfilePass and PodOutcomes (watches), FastRaise (ticks).
+	profilePass *ProfilePass
+	podOutcomes *PodOutcomes
+	fastRaise   *FastRaise
+	// predicted publishes predicted requests on each evaluated profile's workloads (nil:
+	// off, Options.PredictedRequests).
+	predicted *PredictedAnnotator
 }
 
-// New returns the resize controller. api is the manager's APIReader; metrics come from
-// NewMetrics; events wrap the manager's recorder for ballastv1.EventComponent.
-func New(c client.Client, api client.Reader, state *config.State, r *resolve.Resolver, m *Metrics, ev Events,
-	now func() time.Time, o Options) *Controller {
-	if now == nil {
-		now = time.Now
-	}
+// New returns the resize controller, complete: clk is the clock of every decision (the
+// real clock in production, a fake one in tests); api is the manager's APIReader; metrics
+// come from NewMetrics; ev publishes its events (nil: none; dry-run publishes none, SPEC
+// §10.3); log is the component logger (SPEC §11.4 --log-level-adjuster); o carries the
+// time limits, the relocation rung and the fast raises' stream readers.
+func New(clk clock.PassiveClock, c client.Client, api client.Reader, state *config.State, r *resolve.Resolver, m *Metrics,
+	ev *events.Recorder, log logr.Logger, o Options) *Controller {
 	o.defaults()
 	if o.DryRun {
-		ev = Events{} // dry-run emits no event (SPEC §10.3)
+		ev = nil // dry-run emits no event (SPEC §10.3)
 	}
-	return &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, now: now, opts: o,
-		log: ctrl.Log.WithName("resize"), since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
+	ctl := &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, clock: clk, opts: o,
+		log: log, since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
 		noGuard: map[string]time.Time{}, handedOver: map[types.NamespacedName]podMark{}, planning: map[string]int{},
 		shrunk: newShrinkBook()}
-}
-
-// WithLogger sets the component logger (SPEC §11.4 --log-level-adjuster).
-func (c *Controller) WithLogger(l logr.Logger) *Controller {
-	c.log = l
-	return c
+	if o.Pressure != nil {
+		ctl.pressure = newPressureWatch(o.Pressure, o.PressureRaise)
+	}
+	if o.PredictedRequests {
+		ctl.predicted = NewPredictedAnnotator(c, api, state, r, o.DryRun)
+	}
+	ctl.profilePass, ctl.podOutcomes = &ProfilePass{c: ctl}, &PodOutcomes{c: ctl}
+	ctl.fastRaise = newFastRaise(ctl, o.OOM, o.OOMEvery)
+	return ctl
 }
 
 // Register wires the profile trigger (§8.1: create, delete, meetsThreshold flips; then
@@ -170,12 +189,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	every := c.oomEvery
-	if every <= 0 {
-		every = time.Second
-	}
-	if err := mgr.Add(&background{c: c, src: c.oom, every: every, guardSweep: 30 * time.Second,
-		last: map[string]string{}, retry: map[types.UID]series.OOMEvent{}}); err != nil {
+	if err := mgr.Add(c.fastRaise); err != nil {
 		return err
 	}
 	// Release of the kill switch re-evaluates every profile at once instead of after the
@@ -194,14 +208,14 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		WithLogConstructor(reconciler.LogConstructor(c.log, "resize", "WorkloadProfile")).
 		For(&ballastv1.WorkloadProfile{}, builder.WithPredicates(flips)).
 		WatchesRawSource(source.Channel(released, handler.EnqueueRequestsFromMapFunc(c.allProfiles))).
-		Complete(reconcile.Func(c.Reconcile)); err != nil {
+		Complete(reconciler.For(c.client, func() *ballastv1.WorkloadProfile { return &ballastv1.WorkloadProfile{} }, c.profilePass)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("resize-outcomes").
 		WithLogConstructor(reconciler.LogConstructor(c.log, "resize-outcomes", "Pod")).
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(watched))).
-		Complete(reconcile.Func(c.ReconcilePod))
+		Complete(reconciler.For(c.client, func() *corev1.Pod { return &corev1.Pod{} }, c.podOutcomes))
 }
 
 func (c *Controller) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -234,13 +248,18 @@ type profileCtx struct {
 // policyLabel is the policy attribute of metrics and logs: <name> or <namespace>/<name>.
 func (p *profileCtx) policyLabel() string { return p.policy.RefAnnotation() }
 
+// ProfilePass is the resize controller's profile reconciler (SPEC §8.1–§8.4): profile
+// gating, the per-pod chain, one planned pass per node. It shares the controller's node
+// passes and ladder state with the other reconcilers (PodOutcomes, the fast raises).
+type ProfilePass struct{ c *Controller }
+
+// ProfilePass returns the profile reconciler (registered by Register; tests call it).
+func (c *Controller) ProfilePass() *ProfilePass { return c.profilePass }
+
 // Reconcile evaluates one profile (SPEC §8.1–§8.4).
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (p *ProfilePass) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfile) (reconcile.Result, error) {
+	c := p.c
 	log := ctrl.LoggerFrom(ctx)
-	wp := &ballastv1.WorkloadProfile{}
-	if err := c.client.Get(ctx, req.NamespacedName, wp); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
 	if !wp.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
@@ -270,9 +289,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.V(1).Info("ignoring an unreadable recommendation", "profile", wp.Name, "problem", p.String())
 	}
 	pc := &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
-		interval: pol.Resize.Interval, now: c.now()}
-	if err := c.publishPredicted(ctx, pc); err != nil {
-		log.Error(err, "publishing predicted requests")
+		interval: pol.Resize.Interval, now: c.clock.Now()}
+	if c.predicted != nil {
+		if err := c.predicted.Reconcile(ctx, PredictedInput{Profile: wp, Recommendations: recs, Params: pc.params}); err != nil {
+			log.Error(err, "publishing predicted requests")
+		}
 	}
 	pods, err := c.candidates(ctx, wp.Name)
 	if err != nil {

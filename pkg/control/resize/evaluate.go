@@ -8,6 +8,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/bounds"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -23,69 +24,6 @@ type proposal struct {
 }
 
 func (p proposal) key() string { return p.pod.Namespace + "/" + p.pod.Name }
-
-// targets are the full proposed resources per changed container.
-func (p proposal) targets() []ContainerTarget {
-	return targetsOf(p.pod, p.changes)
-}
-
-// targetsOf merges changes into the containers' current resources.
-func targetsOf(pod *corev1.Pod, changes []sizing.ContainerChanges) []ContainerTarget {
-	out := make([]ContainerTarget, 0, len(changes))
-	for _, ch := range changes {
-		c := containerOf(pod, ch.Name)
-		if c == nil {
-			continue
-		}
-		t := ContainerTarget{Name: ch.Name, Sidecar: ch.Sidecar,
-			Requests: c.Resources.Requests.DeepCopy(), Limits: c.Resources.Limits.DeepCopy()}
-		if t.Requests == nil {
-			t.Requests = corev1.ResourceList{}
-		}
-		if t.Limits == nil {
-			t.Limits = corev1.ResourceList{}
-		}
-		for k, v := range ch.Requests {
-			t.Requests[k] = v
-		}
-		for k, v := range ch.Limits {
-			t.Limits[k] = v
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-// withTargets returns changes carrying the given full targets (same containers, order and
-// indexes), for rendering a capped proposal.
-func withTargets(changes []sizing.ContainerChanges, ts []ContainerTarget) []sizing.ContainerChanges {
-	byName := map[string]ContainerTarget{}
-	for _, t := range ts {
-		byName[t.Name] = t
-	}
-	out := make([]sizing.ContainerChanges, 0, len(changes))
-	for _, ch := range changes {
-		if t, ok := byName[ch.Name]; ok {
-			ch.Requests, ch.Limits = t.Requests, t.Limits
-		}
-		out = append(out, ch)
-	}
-	return out
-}
-
-func containerOf(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	return nil
-}
 
 // evaluate runs the per-pod chain of SPEC §8.2 (sizing.EvaluateResize: gate, calculator,
 // QoS, dry-run) and counts and logs the skips. A dry-run decision is still planned, so the
@@ -138,5 +76,10 @@ func (c *Controller) profileOf(ctx context.Context, pod *corev1.Pod) (*profileCt
 	}
 	recs, _ := sizing.ParseRecommendations(wp.Status.Containers)
 	return &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
-		interval: pol.Resize.Interval, now: c.now()}, true
+		interval: pol.Resize.Interval, now: c.clock.Now()}, true
+}
+
+// targets are the full proposed resources per changed container.
+func (p proposal) targets() []resizeplan.ContainerTarget {
+	return resizeplan.TargetsOf(p.pod, p.changes)
 }

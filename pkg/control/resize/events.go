@@ -4,9 +4,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 )
 
 // Event reasons on the pod (SPEC §11.3), plus the Deferred ladder's own.
@@ -24,58 +25,66 @@ const (
 	EventResizeRaised = "ResizeRaised"
 )
 
-// Events emits the controller's core v1 events on pods, source component "ballast"
-// (the recorder is the manager's GetEventRecorderFor(ballastv1.EventComponent)).
-type Events struct {
-	rec record.EventRecorder
+// The controller's events, published through the shared events.Recorder (source component
+// "ballast"); in dry-run the controller has no recorder and publishes none (SPEC §10.3).
+
+// resizedEvent: the resize patch was accepted.
+func resizedEvent(pod *corev1.Pod) events.Event {
+	return events.Event{Object: pod, Type: corev1.EventTypeNormal, Reason: EventResized, Message: "in-place resize applied by Ballast"}
 }
 
-// NewEvents wraps a recorder; a nil recorder emits nothing.
-func NewEvents(rec record.EventRecorder) Events { return Events{rec: rec} }
+// clampedEvent: a request in the patch was held at its limit (SPEC §8.4).
+func clampedEvent(pod *corev1.Pod, container, res, rec, limit string) events.Event {
+	return events.Event{Object: pod, Type: corev1.EventTypeWarning, Reason: EventRequestClampedToLimit, Message: fmt.Sprintf(
+		"container %s: recommended %s request %s exceeds its limit %s; request clamped to the limit", container, res, rec, limit)}
+}
 
-func (e Events) emit(pod *corev1.Pod, typ, reason, msg string) {
-	if e.rec == nil {
-		return
+// transitionEvents are the one event of a state change (SPEC §9); Pending and InProgress
+// have none.
+func transitionEvents(pod *corev1.Pod, t resizeplan.Transition) []events.Event {
+	ev := func(typ, reason, msg string) []events.Event {
+		return []events.Event{{Object: pod, Type: typ, Reason: reason, Message: msg}}
 	}
-	e.rec.Event(pod, typ, reason, msg)
-}
-
-// Resized: the resize patch was accepted.
-func (e Events) Resized(pod *corev1.Pod) {
-	e.emit(pod, corev1.EventTypeNormal, EventResized, "in-place resize applied by Ballast")
-}
-
-// Clamped: a request in the patch was held at its limit (SPEC §8.4).
-func (e Events) Clamped(pod *corev1.Pod, container, res, rec, limit string) {
-	e.emit(pod, corev1.EventTypeWarning, EventRequestClampedToLimit, fmt.Sprintf(
-		"container %s: recommended %s request %s exceeds its limit %s; request clamped to the limit", container, res, rec, limit))
-}
-
-// Transition emits the one event of a state change (SPEC §9); Pending and InProgress
-// emit none.
-func (e Events) Transition(pod *corev1.Pod, t Transition) {
 	switch t.To {
 	case ballastv1.ResizeStateDeferred:
-		e.emit(pod, corev1.EventTypeNormal, EventResizeDeferred, "in-place resize deferred by the kubelet: "+t.Message)
+		return ev(corev1.EventTypeNormal, EventResizeDeferred, "in-place resize deferred by the kubelet: "+t.Message)
 	case ballastv1.ResizeStateInfeasible:
-		e.emit(pod, corev1.EventTypeWarning, EventResizeInfeasible, "in-place resize infeasible: "+t.Message)
+		return ev(corev1.EventTypeWarning, EventResizeInfeasible, "in-place resize infeasible: "+t.Message)
 	case ballastv1.ResizeStateError:
-		e.emit(pod, corev1.EventTypeWarning, EventResizeBlocked, "in-place resize failed: "+t.Message)
+		return ev(corev1.EventTypeWarning, EventResizeBlocked, "in-place resize failed: "+t.Message)
 	case ballastv1.ResizeStateCompleted:
-		e.emit(pod, corev1.EventTypeNormal, EventResizeCompleted, "in-place resize completed")
+		return ev(corev1.EventTypeNormal, EventResizeCompleted, "in-place resize completed")
 	}
+	return nil
 }
 
-// Ladder records one rung of the Deferred ladder.
-func (e Events) Ladder(pod *corev1.Pod, rung Rung, msg string) {
+// ladderEvent records one rung of the Deferred ladder.
+func ladderEvent(pod *corev1.Pod, rung resizeplan.Rung, msg string) events.Event {
 	typ := corev1.EventTypeNormal
-	if rung == RungCap || rung == RungGiveUp {
+	if rung == resizeplan.RungCap || rung == resizeplan.RungGiveUp {
 		typ = corev1.EventTypeWarning
 	}
-	e.emit(pod, typ, EventResizeLadder, fmt.Sprintf("%s: %s", rung, msg))
+	return events.Event{Object: pod, Type: typ, Reason: EventResizeLadder, Message: fmt.Sprintf("%s: %s", rung, msg)}
 }
 
-// Raised records a fast raise after an OOM kill.
-func (e Events) Raised(pod *corev1.Pod, msg string) {
-	e.emit(pod, corev1.EventTypeNormal, EventResizeRaised, msg)
+// raisedEvent records a fast raise (OOM kill, sustained memory pressure).
+func raisedEvent(pod *corev1.Pod, msg string) events.Event {
+	return events.Event{Object: pod, Type: corev1.EventTypeNormal, Reason: EventResizeRaised, Message: msg}
+}
+
+// relocatedEvent is recorded on the old pod when the relocation retires it.
+func relocatedEvent(old *corev1.Pod, standIn, node string) events.Event {
+	return events.Event{Object: old, Type: corev1.EventTypeNormal, Reason: EventRelocated, Message: fmt.Sprintf(
+		"relocated without downtime: stand-in %s is Ready on node %s at its admission size; this pod is retired", standIn, node)}
+}
+
+// revertedEvents record a raise-back after a shrink on the pod and, when it is known
+// (has a UID), on its profile.
+func revertedEvents(pod *corev1.Pod, wp *ballastv1.WorkloadProfile, msg string) []events.Event {
+	out := []events.Event{{Object: pod, Type: corev1.EventTypeWarning, Reason: EventResizeReverted, Message: msg}}
+	if wp.UID != "" {
+		out = append(out, events.Event{Object: wp, Type: corev1.EventTypeWarning, Reason: EventResizeReverted,
+			Message: fmt.Sprintf("pod %s/%s: %s", pod.Namespace, pod.Name, msg)})
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 )
 
 // noGuardRetry is how long a node whose API server dropped the field is not tried again.
@@ -69,8 +70,8 @@ func atLeast137(v string) bool {
 // node, so growths go without a guard. The write is read back: an API server with the
 // gate off drops the field silently.
 func (c *Controller) holdGuard(ctx context.Context, node *corev1.Node) (needed bool, err error) {
-	log := ctrl.LoggerFrom(ctx).WithValues("node", node.Name, "rung", RungGuard)
-	now := c.now()
+	log := ctrl.LoggerFrom(ctx).WithValues("node", node.Name, "rung", resizeplan.RungGuard)
+	now := c.clock.Now()
 	if !c.preemptible(node, now) {
 		return false, nil
 	}
@@ -92,7 +93,7 @@ func (c *Controller) holdGuard(ctx context.Context, node *corev1.Node) (needed b
 	ac := corev1ac.Node(node.Name).WithSpec(corev1ac.NodeSpec().WithPodPreemptionPolicy(
 		corev1ac.NodePodPreemptionPolicy().WithDisableResizePreemption(ballastv1.ResizeGuardKey)))
 	if err := c.client.Apply(ctx, ac, client.FieldOwner(ballastv1.FieldManager)); err != nil {
-		c.metrics.Ladder.WithLabelValues(string(RungGuard), "error").Inc()
+		c.metrics.Ladder.WithLabelValues(string(resizeplan.RungGuard), "error").Inc()
 		return true, fmt.Errorf("holding the resize-preemption guard on node %s: %w", node.Name, err)
 	}
 	fresh := &corev1.Node{}
@@ -103,7 +104,7 @@ func (c *Controller) holdGuard(ctx context.Context, node *corev1.Node) (needed b
 		c.mu.Lock()
 		c.noGuard[node.Name] = now.Add(noGuardRetry)
 		c.mu.Unlock()
-		c.metrics.Ladder.WithLabelValues(string(RungGuard), "unsupported").Inc()
+		c.metrics.Ladder.WithLabelValues(string(resizeplan.RungGuard), "unsupported").Inc()
 		log.Info("the API server dropped spec.podPreemptionPolicy (InPlacePodVerticalScalingSchedulerPreemption off): no resize preemption, no guard needed")
 		return false, nil
 	}
@@ -112,7 +113,7 @@ func (c *Controller) holdGuard(ctx context.Context, node *corev1.Node) (needed b
 	n := len(c.guards)
 	c.mu.Unlock()
 	c.metrics.GuardNodes.Set(float64(n))
-	c.metrics.Ladder.WithLabelValues(string(RungGuard), "held").Inc()
+	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungGuard), "held").Inc()
 	log.Info("holding the resize-preemption guard on the node", "key", ballastv1.ResizeGuardKey)
 	return true, nil
 }
@@ -127,7 +128,7 @@ func (c *Controller) releaseGuard(ctx context.Context, node, why string) error {
 		return nil
 	}
 	if err := c.client.Apply(ctx, corev1ac.Node(node), client.FieldOwner(ballastv1.FieldManager)); err != nil {
-		c.metrics.Ladder.WithLabelValues(string(RungGuard), "error").Inc()
+		c.metrics.Ladder.WithLabelValues(string(resizeplan.RungGuard), "error").Inc()
 		return fmt.Errorf("releasing the resize-preemption guard on node %s: %w", node, err)
 	}
 	c.mu.Lock()
@@ -135,7 +136,7 @@ func (c *Controller) releaseGuard(ctx context.Context, node, why string) error {
 	n := len(c.guards)
 	c.mu.Unlock()
 	c.metrics.GuardNodes.Set(float64(n))
-	c.metrics.Ladder.WithLabelValues(string(RungGuard), "released").Inc()
+	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungGuard), "released").Inc()
 	ctrl.LoggerFrom(ctx).Info("released the resize-preemption guard on the node", "node", node, "why", why)
 	return nil
 }
@@ -160,12 +161,12 @@ func (c *Controller) releaseIfIdle(ctx context.Context, node string, own ...int)
 		return err
 	}
 	busy := slices.ContainsFunc(pods, func(p *corev1.Pod) bool {
-		return p.Labels[ballastv1.ModeLabel] == ballastv1.ModeResize && Settling(p.Annotations[ballastv1.ResizeStateAnnotation])
+		return p.Labels[ballastv1.ModeLabel] == ballastv1.ModeResize && resizeplan.Settling(p.Annotations[ballastv1.ResizeStateAnnotation])
 	})
 	switch {
 	case !busy:
 		return c.releaseGuard(ctx, node, "no Ballast resize is settling on the node")
-	case c.now().Sub(since) >= c.opts.GuardHold:
+	case c.clock.Now().Sub(since) >= c.opts.GuardHold:
 		return c.releaseGuard(ctx, node, fmt.Sprintf("held for %s, the guard's time limit", c.opts.GuardHold))
 	}
 	return nil

@@ -15,13 +15,14 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 )
 
 // nodeView is one node with every pod occupying it, read for one pass.
 type nodeView struct {
 	node *corev1.Node
 	pods []*corev1.Pod
-	plan Node
+	plan resizeplan.Node
 }
 
 // podsOn lists every pod occupying a node, enrolled or not, from the API server (the
@@ -33,7 +34,7 @@ func (c *Controller) podsOn(ctx context.Context, node string) ([]*corev1.Pod, er
 	}
 	out := make([]*corev1.Pod, 0, len(list.Items))
 	for i := range list.Items {
-		if Counted(&list.Items[i]) {
+		if resizeplan.Counted(&list.Items[i]) {
 			out = append(out, &list.Items[i])
 		}
 	}
@@ -57,7 +58,7 @@ func (c *Controller) view(ctx context.Context, name string) (*nodeView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &nodeView{node: node, pods: pods, plan: Node{Name: name, Allocatable: FromList(node.Status.Allocatable)}}
+	v := &nodeView{node: node, pods: pods, plan: resizeplan.Node{Name: name, Allocatable: resizeplan.FromList(node.Status.Allocatable)}}
 	if q, ok := node.Status.Allocatable[corev1.ResourcePods]; ok {
 		v.plan.MaxPods = q.Value()
 	}
@@ -67,7 +68,7 @@ func (c *Controller) view(ctx context.Context, name string) (*nodeView, error) {
 			prio = *p.Spec.Priority
 		}
 		k := p.Namespace + "/" + p.Name
-		v.plan.Pods = append(v.plan.Pods, NodePod{Key: k, Held: Accounted(p, nil), Priority: prio, Protected: protected[k]})
+		v.plan.Pods = append(v.plan.Pods, resizeplan.NodePod{Key: k, Held: resizeplan.Accounted(p, nil), Priority: prio, Protected: protected[k]})
 	}
 	return v, nil
 }
@@ -126,7 +127,7 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 		return false, err
 	}
 	props, byKey := c.proposals(v, own)
-	plan := PlanNode(v.plan, props)
+	plan := resizeplan.PlanNode(v.plan, props)
 	if laddered(plan) {
 		// Rung 1: other enrolled pods' pending shrinks on this node, now.
 		donors := c.donors(ctx, v, pc.profile.Name)
@@ -135,10 +136,10 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 			for k, p := range moreKeys {
 				byKey[k] = p
 			}
-			plan = PlanNode(v.plan, append(props, more...))
+			plan = resizeplan.PlanNode(v.plan, append(props, more...))
 		}
 	}
-	for _, d := range []Decision{DecisionSend, DecisionAfterDonors, DecisionLadder} {
+	for _, d := range []resizeplan.Decision{resizeplan.DecisionSend, resizeplan.DecisionAfterDonors, resizeplan.DecisionLadder} {
 		n := 0
 		for _, s := range plan.Steps {
 			if s.Decision == d {
@@ -163,17 +164,17 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 		p := byKey[s.Key]
 		var again bool
 		switch {
-		case s.Decision == DecisionNotNeeded:
+		case s.Decision == resizeplan.DecisionNotNeeded:
 			continue
-		case s.Decision == DecisionSend && (s.Shrink || guarded || !plan.AtMaxPods):
+		case s.Decision == resizeplan.DecisionSend && (s.Shrink || guarded || !plan.AtMaxPods):
 			again, err = c.send(ctx, p, p.changes, p.clamps)
 		case !guarded:
 			log.Info("growth held back: the guard could not be taken", "pod", s.Key)
 			continue
-		case s.Decision == DecisionAfterDonors:
+		case s.Decision == resizeplan.DecisionAfterDonors:
 			if again, err = c.send(ctx, p, p.changes, p.clamps); !again && err == nil {
-				c.events.Ladder(p.pod, RungDonors, "sent after the shrinks of other pods on the node, which make room once actuated")
-				c.metrics.Ladder.WithLabelValues(string(RungDonors), "after_donors").Inc()
+				c.events.Publish(ladderEvent(p.pod, resizeplan.RungDonors, "sent after the shrinks of other pods on the node, which make room once actuated"))
+				c.metrics.Ladder.WithLabelValues(string(resizeplan.RungDonors), "after_donors").Inc()
 			}
 		default:
 			again, err = c.climb(ctx, v, plan, s, p)
@@ -189,9 +190,9 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 	return requeue, nil
 }
 
-func laddered(p Plan) bool {
+func laddered(p resizeplan.Plan) bool {
 	for _, s := range p.Steps {
-		if s.Decision == DecisionLadder {
+		if s.Decision == resizeplan.DecisionLadder {
 			return true
 		}
 	}
@@ -199,12 +200,12 @@ func laddered(p Plan) bool {
 }
 
 // proposals converts pod proposals into planner input.
-func (c *Controller) proposals(v *nodeView, ps []proposal) ([]Proposal, map[string]proposal) {
-	out := make([]Proposal, 0, len(ps))
+func (c *Controller) proposals(v *nodeView, ps []proposal) ([]resizeplan.Proposal, map[string]proposal) {
+	out := make([]resizeplan.Proposal, 0, len(ps))
 	byKey := make(map[string]proposal, len(ps))
 	for _, p := range ps {
 		byKey[p.key()] = p
-		out = append(out, Proposal{Key: p.key(), Target: Planned(p.pod, Overrides(p.targets())), Donor: p.donor})
+		out = append(out, resizeplan.Proposal{Key: p.key(), Target: resizeplan.Planned(p.pod, resizeplan.Overrides(p.targets())), Donor: p.donor})
 	}
 	return out, byKey
 }

@@ -2,6 +2,7 @@ package resize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -26,45 +28,69 @@ type OOMSource interface {
 // oomLookback is how old a kill found on a profile's first read may be and still raise.
 const oomLookback = 2 * time.Minute
 
-// background is the controller's leader-only loop: OOM and pressure polling (fast raises)
-// every tick, guard time limits every guardSweep.
-type background struct {
+// FastRaise is the resize controller's fast-raise reconciler (ARCHITECTURE.md "Fast
+// raises"), leader only: each tick it reads the OOM and pressure streams of the profiles
+// with Running resize-mode pods and raises the killed or stalled containers in place, and
+// every guardSweep it applies the guard time limit. It shares the node passes and ladder
+// state with ProfilePass and PodOutcomes.
+type FastRaise struct {
 	c          *Controller
 	src        OOMSource
 	every      time.Duration
 	guardSweep time.Duration
+	lastSweep  time.Time
 	last       map[string]string // profile hash → last stream ID seen
 	retry      map[types.UID]series.OOMEvent
 }
 
-// NeedLeaderElection: only the leader raises pods and sweeps guards.
-func (b *background) NeedLeaderElection() bool { return true }
+func newFastRaise(c *Controller, src OOMSource, every time.Duration) *FastRaise {
+	return &FastRaise{c: c, src: src, every: every, guardSweep: 30 * time.Second,
+		last: map[string]string{}, retry: map[types.UID]series.OOMEvent{}}
+}
 
-// Start runs until ctx ends.
-func (b *background) Start(ctx context.Context) error {
-	t := time.NewTicker(b.every)
+// FastRaise returns the fast-raise reconciler (added to the manager by Register; tests
+// call its Reconcile).
+func (c *Controller) FastRaise() *FastRaise { return c.fastRaise }
+
+// NeedLeaderElection: only the leader raises pods and sweeps guards.
+func (f *FastRaise) NeedLeaderElection() bool { return true }
+
+// Start runs a tick every `every` until ctx ends.
+func (f *FastRaise) Start(ctx context.Context) error {
+	t := time.NewTicker(f.every)
 	defer t.Stop()
-	lastSweep := time.Now()
+	f.lastSweep = f.c.clock.Now()
+	log := f.c.log.WithName("background")
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
-		log := b.c.log.WithName("background")
-		if b.src != nil {
-			if err := b.pollOOM(ctrl.LoggerInto(ctx, log)); err != nil {
-				log.Error(err, "reading OOM streams")
-			}
-		}
-		if err := b.c.pollPressure(ctrl.LoggerInto(ctx, log)); err != nil {
-			log.Error(err, "reading pressure streams")
-		}
-		if time.Since(lastSweep) >= b.guardSweep {
-			lastSweep = time.Now()
-			b.c.sweepGuards(ctrl.LoggerInto(ctx, log))
+		if err := f.Reconcile(ctrl.LoggerInto(ctx, log)); err != nil {
+			log.Error(err, "fast raise tick")
 		}
 	}
+}
+
+// Reconcile is one tick: the OOM streams (when a reader is set), the pressure streams
+// (when the pressure raise is on), then the guard sweep once guardSweep has passed since
+// the last one. Errors of one stream do not stop the others.
+func (f *FastRaise) Reconcile(ctx context.Context) error {
+	var errs []error
+	if f.src != nil {
+		if err := f.pollOOM(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("reading OOM streams: %w", err))
+		}
+	}
+	if err := f.c.pollPressure(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("reading pressure streams: %w", err))
+	}
+	if f.c.clock.Since(f.lastSweep) >= f.guardSweep {
+		f.lastSweep = f.c.clock.Now()
+		f.c.sweepGuards(ctx)
+	}
+	return errors.Join(errs...)
 }
 
 // sweepGuards applies the guard time limit on every node Ballast holds a key on, including
@@ -76,7 +102,7 @@ func (c *Controller) sweepGuards(ctx context.Context) {
 			if ours, _ := guardKeys(&nodes.Items[i]); ours {
 				c.mu.Lock()
 				if _, ok := c.guards[nodes.Items[i].Name]; !ok {
-					c.guards[nodes.Items[i].Name] = c.now()
+					c.guards[nodes.Items[i].Name] = c.clock.Now()
 				}
 				c.mu.Unlock()
 			}
@@ -99,28 +125,28 @@ func (c *Controller) sweepGuards(ctx context.Context) {
 // killed containers in place at once (ARCHITECTURE.md "Fast raises"): interval and
 // cooldown are skipped, the guards (kill switch, dry-run, settling resize, QoS, node fit)
 // are not.
-func (b *background) pollOOM(ctx context.Context) error {
-	c := b.c
-	now := c.now()
+func (f *FastRaise) pollOOM(ctx context.Context) error {
+	c := f.c
+	now := c.clock.Now()
 	return eachResizeProfile(ctx, c.client, func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error {
 		hash := wp.Status.MeasurementHash
-		last, seen := b.last[hash]
-		recs, err := b.src.ReadOOM(ctx, hash, last)
+		last, seen := f.last[hash]
+		recs, err := f.src.ReadOOM(ctx, hash, last)
 		if err != nil {
 			return fmt.Errorf("reading OOM stream of %s: %w", wp.Name, err)
 		}
 		for _, r := range recs {
-			b.last[hash] = r.ID
+			f.last[hash] = r.ID
 			if !seen && now.Sub(r.Event.At) > oomLookback {
 				continue
 			}
 			if p := byKey[r.Event.Pod]; p != nil {
-				b.retry[p.UID] = r.Event
+				f.retry[p.UID] = r.Event
 			}
 		}
 		for _, p := range byKey {
-			if ev, ok := b.retry[p.UID]; ok && c.raise(ctx, wp, p, ev) {
-				delete(b.retry, p.UID)
+			if ev, ok := f.retry[p.UID]; ok && c.raise(ctx, wp, p, ev) {
+				delete(f.retry, p.UID)
 			}
 		}
 		return nil
@@ -138,10 +164,10 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 		count("not_container")
 		return true
 	}
-	if Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
+	if resizeplan.Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
 		return false // never stack a resize on one that has not settled; next tick
 	}
-	ctr := containerOf(pod, ev.Container)
+	ctr := resizeplan.ContainerNamed(pod, ev.Container)
 	if ctr == nil || !slices.Contains(containerNames(pod), ev.Container) {
 		count("no_container")
 		return true
@@ -160,7 +186,7 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 		return true
 	}
 	newLim := *resource.NewQuantity(bump, resource.BinarySI)
-	ch, qosBefore, qosAfter := memoryRaise(pod, ctr, lim, newLim)
+	ch, qosBefore, qosAfter := resizeplan.MemoryRaise(pod, ctr, lim, newLim)
 	if qosAfter != qosBefore {
 		count("qos_pinned")
 		log.Info("fast raise would change the QoS class, skipped", "qos_current", qosBefore, "qos_after", qosAfter)
@@ -170,7 +196,7 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 		ev.Container, ev.At.UTC().Format(time.RFC3339), oomDetail(ev), ev.PeakBytes, lim.String(), newLim.String())
 	log.Info("fast raise after an OOM kill", "limit_before", lim.String(), "limit_after", newLim.String(),
 		"kind", ev.Kind, "victim_pid", ev.PID, "victim_comm", ev.Comm, "victim_rss_bytes", ev.RSSBytes, "limit_cgroup", ev.LimitCgroupID)
-	pc := &profileCtx{profile: wp, now: c.now()}
+	pc := &profileCtx{profile: wp, now: c.clock.Now()}
 	if _, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: []sizing.ContainerChanges{ch}, why: "oom"}}); err != nil {
 		count("error")
 		log.Error(err, "fast raise failed")
@@ -178,22 +204,15 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 	}
 	count("sent")
 	if !c.opts.DryRun && !c.state.Get().Active() {
-		c.events.Raised(pod, msg)
+		c.events.Publish(raisedEvent(pod, msg))
 	}
 	return true
 }
 
 func containerNames(pod *corev1.Pod) []string {
 	var out []string
-	for _, c := range longRunningChanges(pod) {
+	for _, c := range sizing.LongRunning(pod) {
 		out = append(out, c.Name)
 	}
 	return out
-}
-
-// WithOOM makes the controller poll profiles' OOM streams every `every` (1s in
-// production) for fast raises.
-func (c *Controller) WithOOM(src OOMSource, every time.Duration) *Controller {
-	c.oom, c.oomEvery = src, every
-	return c
 }

@@ -10,93 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 )
-
-// statusPod is a pod at generation gen whose kubelet reported observedGeneration og with
-// the given resize conditions.
-func statusPod(gen, og int64, conds ...corev1.PodCondition) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Generation: gen},
-		Status: corev1.PodStatus{ObservedGeneration: og, Conditions: conds}}
-}
-
-func cond(t corev1.PodConditionType, reason, msg string, og int64) corev1.PodCondition {
-	return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: og}
-}
-
-const deferredMsg = "Node didn't have enough resource: cpu, requested: 1500, used: 900, capacity: 2000"
-
-func TestObserve(t *testing.T) {
-	cases := map[string]struct {
-		pod   *corev1.Pod
-		since int64
-		want  Observation
-	}{
-		"accepted, kubelet has not reported yet": {
-			pod: statusPod(3, 2), since: 3,
-			want: Observation{State: ballastv1.ResizeStatePending}},
-		"pending infeasible": {
-			pod:  statusPod(3, 3, cond(corev1.PodResizePending, "Infeasible", "memory-backed volume", 3)),
-			want: Observation{State: ballastv1.ResizeStateInfeasible, Message: "memory-backed volume"}},
-		"pending deferred": {
-			pod:  statusPod(3, 3, cond(corev1.PodResizePending, "Deferred", deferredMsg, 3)),
-			want: Observation{State: ballastv1.ResizeStateDeferred, Message: deferredMsg}},
-		"in progress with error (kubelet refused a memory-limit decrease)": {
-			pod: statusPod(4, 4, cond(corev1.PodResizeInProgress, "Error",
-				"container app: memory usage 300Mi above the new limit 256Mi", 4)),
-			want: Observation{State: ballastv1.ResizeStateError, Message: "container app: memory usage 300Mi above the new limit 256Mi"}},
-		"in progress": {
-			pod:  statusPod(3, 3, cond(corev1.PodResizeInProgress, "", "", 3)),
-			want: Observation{State: ballastv1.ResizeStateInProgress}},
-		"neither condition, generation observed": {
-			pod:  statusPod(3, 3),
-			want: Observation{State: ballastv1.ResizeStateCompleted}},
-		"neither condition, observed beyond": {
-			pod: statusPod(3, 4), since: 3,
-			want: Observation{State: ballastv1.ResizeStateCompleted}},
-		"both conditions: pending is read first": {
-			pod: statusPod(5, 5, cond(corev1.PodResizeInProgress, "", "", 5),
-				cond(corev1.PodResizePending, "Deferred", deferredMsg, 5)),
-			want: Observation{State: ballastv1.ResizeStateDeferred, Message: deferredMsg}},
-		"both conditions, pending infeasible over an in-progress error": {
-			pod: statusPod(5, 5, cond(corev1.PodResizeInProgress, "Error", "boom", 5),
-				cond(corev1.PodResizePending, "Infeasible", "swap", 5)),
-			want: Observation{State: ballastv1.ResizeStateInfeasible, Message: "swap"}},
-		"stale deferred from the previous generation is not this resize's outcome": {
-			pod:  statusPod(4, 3, cond(corev1.PodResizePending, "Deferred", deferredMsg, 3)),
-			want: Observation{State: ballastv1.ResizeStatePending}},
-		"stale pod in the cache, Ballast's patch made generation 4": {
-			pod: statusPod(3, 3), since: 4,
-			want: Observation{State: ballastv1.ResizeStatePending}},
-		"stale in-progress error, fresh status without conditions of this generation": {
-			pod:  statusPod(6, 6, cond(corev1.PodResizeInProgress, "Error", "old", 5)),
-			want: Observation{State: ballastv1.ResizeStatePending}},
-		"fresh in-progress beside a stale pending": {
-			pod: statusPod(6, 6, cond(corev1.PodResizePending, "Deferred", "old", 5),
-				cond(corev1.PodResizeInProgress, "", "", 6)),
-			want: Observation{State: ballastv1.ResizeStateInProgress}},
-		"condition without its own generation falls back to the pod's": {
-			pod:  statusPod(3, 3, cond(corev1.PodResizePending, "Deferred", deferredMsg, 0)),
-			want: Observation{State: ballastv1.ResizeStateDeferred, Message: deferredMsg}},
-		"condition without generation, pod status stale": {
-			pod:  statusPod(3, 2, cond(corev1.PodResizePending, "Deferred", deferredMsg, 0)),
-			want: Observation{State: ballastv1.ResizeStatePending}},
-		"a False condition is no condition": {
-			pod: statusPod(3, 3, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionFalse,
-				Reason: "Deferred", ObservedGeneration: 3}),
-			want: Observation{State: ballastv1.ResizeStateCompleted}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Observe(tc.pod, tc.since)); diff != "" {
-				t.Errorf("Observe (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 func TestObserveError(t *testing.T) {
 	gr := schema.GroupResource{Resource: "pods"}
@@ -106,16 +24,16 @@ func TestObserveError(t *testing.T) {
 		Details: &metav1.StatusDetails{Name: "high", Kind: "pods", Causes: []metav1.StatusCause{{Type: "NodeCapacity"}}}}}
 	cases := map[string]struct {
 		err     error
-		want    *Observation
+		want    *resizeplan.Observation
 		requeue bool
 	}{
 		"no error":           {},
-		"403 NodeCapacity":   {err: nodeCapacity, want: &Observation{State: ballastv1.ResizeStateInfeasible, Message: nodeCapacity.Error()}},
-		"403 without cause":  {err: apierrors.NewForbidden(gr, "p", fmt.Errorf("rbac")), want: &Observation{State: ballastv1.ResizeStateError, Message: `pods "p" is forbidden: rbac`}},
+		"403 NodeCapacity":   {err: nodeCapacity, want: &resizeplan.Observation{State: ballastv1.ResizeStateInfeasible, Message: nodeCapacity.Error()}},
+		"403 without cause":  {err: apierrors.NewForbidden(gr, "p", fmt.Errorf("rbac")), want: &resizeplan.Observation{State: ballastv1.ResizeStateError, Message: `pods "p" is forbidden: rbac`}},
 		"409 requeues":       {err: apierrors.NewConflict(gr, "p", fmt.Errorf("modified")), requeue: true},
 		"pod gone":           {err: apierrors.NewNotFound(gr, "p")},
-		"422 is an error":    {err: apierrors.NewBadRequest("must be less than or equal to cpu limit"), want: &Observation{State: ballastv1.ResizeStateError, Message: "must be less than or equal to cpu limit"}},
-		"transport is error": {err: fmt.Errorf("dial tcp: refused"), want: &Observation{State: ballastv1.ResizeStateError, Message: "dial tcp: refused"}},
+		"422 is an error":    {err: apierrors.NewBadRequest("must be less than or equal to cpu limit"), want: &resizeplan.Observation{State: ballastv1.ResizeStateError, Message: "must be less than or equal to cpu limit"}},
+		"transport is error": {err: fmt.Errorf("dial tcp: refused"), want: &resizeplan.Observation{State: ballastv1.ResizeStateError, Message: "dial tcp: refused"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -137,33 +55,35 @@ func TestTransitions(t *testing.T) {
 	ts := now.Format(time.RFC3339)
 	cases := map[string]struct {
 		from    string
-		obs     Observation
+		obs     resizeplan.Observation
 		outcome string
 		event   string
 		blocked bool
 	}{
-		"patch accepted":                 {from: "", obs: Observation{State: ballastv1.ResizeStatePending}},
-		"API rejection NodeCapacity":     {from: "", obs: Observation{State: ballastv1.ResizeStateInfeasible, Message: "too big"}, outcome: OutcomeInfeasible, event: "Warning ResizeInfeasible in-place resize infeasible: too big", blocked: true},
-		"API rejection other":            {from: "", obs: Observation{State: ballastv1.ResizeStateError, Message: "nope"}, outcome: OutcomeError, event: "Warning ResizeBlocked in-place resize failed: nope", blocked: true},
-		"kubelet infeasible":             {from: ballastv1.ResizeStatePending, obs: Observation{State: ballastv1.ResizeStateInfeasible, Message: "swap"}, outcome: OutcomeInfeasible, event: "Warning ResizeInfeasible in-place resize infeasible: swap", blocked: true},
-		"kubelet deferred":               {from: ballastv1.ResizeStatePending, obs: Observation{State: ballastv1.ResizeStateDeferred, Message: deferredMsg}, outcome: OutcomeDeferred, event: "Normal ResizeDeferred in-place resize deferred by the kubelet: " + deferredMsg},
-		"kubelet error":                  {from: ballastv1.ResizeStateInProgress, obs: Observation{State: ballastv1.ResizeStateError, Message: "oom"}, outcome: OutcomeError, event: "Warning ResizeBlocked in-place resize failed: oom", blocked: true},
-		"in progress":                    {from: ballastv1.ResizeStatePending, obs: Observation{State: ballastv1.ResizeStateInProgress}, outcome: OutcomeInProgress},
-		"completed":                      {from: ballastv1.ResizeStateInProgress, obs: Observation{State: ballastv1.ResizeStateCompleted}, outcome: OutcomeCompleted, event: "Normal ResizeCompleted in-place resize completed"},
-		"deferred resolved to completed": {from: ballastv1.ResizeStateDeferred, obs: Observation{State: ballastv1.ResizeStateCompleted}, outcome: OutcomeCompleted, event: "Normal ResizeCompleted in-place resize completed"},
+		"patch accepted":                 {from: "", obs: resizeplan.Observation{State: ballastv1.ResizeStatePending}},
+		"API rejection NodeCapacity":     {from: "", obs: resizeplan.Observation{State: ballastv1.ResizeStateInfeasible, Message: "too big"}, outcome: resizeplan.OutcomeInfeasible, event: "Warning ResizeInfeasible in-place resize infeasible: too big", blocked: true},
+		"API rejection other":            {from: "", obs: resizeplan.Observation{State: ballastv1.ResizeStateError, Message: "nope"}, outcome: resizeplan.OutcomeError, event: "Warning ResizeBlocked in-place resize failed: nope", blocked: true},
+		"kubelet infeasible":             {from: ballastv1.ResizeStatePending, obs: resizeplan.Observation{State: ballastv1.ResizeStateInfeasible, Message: "swap"}, outcome: resizeplan.OutcomeInfeasible, event: "Warning ResizeInfeasible in-place resize infeasible: swap", blocked: true},
+		"kubelet deferred":               {from: ballastv1.ResizeStatePending, obs: resizeplan.Observation{State: ballastv1.ResizeStateDeferred, Message: deferredMsg}, outcome: resizeplan.OutcomeDeferred, event: "Normal ResizeDeferred in-place resize deferred by the kubelet: " + deferredMsg},
+		"kubelet error":                  {from: ballastv1.ResizeStateInProgress, obs: resizeplan.Observation{State: ballastv1.ResizeStateError, Message: "oom"}, outcome: resizeplan.OutcomeError, event: "Warning ResizeBlocked in-place resize failed: oom", blocked: true},
+		"in progress":                    {from: ballastv1.ResizeStatePending, obs: resizeplan.Observation{State: ballastv1.ResizeStateInProgress}, outcome: resizeplan.OutcomeInProgress},
+		"completed":                      {from: ballastv1.ResizeStateInProgress, obs: resizeplan.Observation{State: ballastv1.ResizeStateCompleted}, outcome: resizeplan.OutcomeCompleted, event: "Normal ResizeCompleted in-place resize completed"},
+		"deferred resolved to completed": {from: ballastv1.ResizeStateDeferred, obs: resizeplan.Observation{State: ballastv1.ResizeStateCompleted}, outcome: resizeplan.OutcomeCompleted, event: "Normal ResizeCompleted in-place resize completed"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			tr, ok := Next(tc.from, tc.obs)
+			tr, ok := resizeplan.Next(tc.from, tc.obs)
 			if !ok {
 				t.Fatal("no transition")
 			}
 			if tr.Outcome() != tc.outcome {
 				t.Errorf("outcome = %q, want %q", tr.Outcome(), tc.outcome)
 			}
-			rec := newRecorder()
-			NewEvents(rec).Transition(statusPod(1, 1), tr)
-			if got := strings.Join(rec.events, "|"); got != tc.event {
+			var evs []string
+			for _, e := range transitionEvents(&corev1.Pod{}, tr) {
+				evs = append(evs, e.Type+" "+e.Reason+" "+e.Message)
+			}
+			if got := strings.Join(evs, "|"); got != tc.event {
 				t.Errorf("event = %q, want %q", got, tc.event)
 			}
 			a := ForTransition(tr, now)
@@ -176,7 +96,7 @@ func TestTransitions(t *testing.T) {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
 			// Observing the same state again is no transition: no second event, count or -since.
-			if _, again := Next(tc.obs.State, tc.obs); again {
+			if _, again := resizeplan.Next(tc.obs.State, tc.obs); again {
 				t.Error("same state observed twice made a second transition")
 			}
 		})
@@ -220,19 +140,4 @@ func TestAnnotationsPatch(t *testing.T) {
 	if !a.Changes(cur) {
 		t.Error("a key to remove was not a change")
 	}
-}
-
-// recorder is record.FakeRecorder's shape without its channel: it keeps "Type Reason Message".
-type recorder struct{ events []string }
-
-func newRecorder() *recorder { return &recorder{} }
-
-func (r *recorder) Event(_ runtime.Object, typ, reason, msg string) {
-	r.events = append(r.events, typ+" "+reason+" "+msg)
-}
-func (r *recorder) Eventf(o runtime.Object, typ, reason, f string, args ...any) {
-	r.Event(o, typ, reason, fmt.Sprintf(f, args...))
-}
-func (r *recorder) AnnotatedEventf(o runtime.Object, _ map[string]string, typ, reason, f string, args ...any) {
-	r.Event(o, typ, reason, fmt.Sprintf(f, args...))
 }

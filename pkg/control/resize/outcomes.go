@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,38 +13,48 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 )
 
 // killSwitchRetry is when a suppressed outcome is recorded again (after release, §10.2).
 const killSwitchRetry = 5 * time.Second
 
-// ReconcilePod observes one resize-mode pod after a Ballast patch (SPEC §9): it maps the
+// PodOutcomes is the resize controller's pod reconciler (SPEC §9): the outcome of each
+// Ballast resize, the Deferred ladder's time limits and the raise-back after a shrink, over
+// the state it shares with ProfilePass and the fast raises.
+type PodOutcomes struct{ c *Controller }
+
+// PodOutcomes returns the pod reconciler (registered by Register; tests call it).
+func (c *Controller) PodOutcomes() *PodOutcomes { return c.podOutcomes }
+
+// Gone forgets a deleted pod's marks.
+func (o *PodOutcomes) Gone(_ context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	o.c.forget(key)
+	o.c.shrunk.drop(key)
+	return reconcile.Result{}, nil
+}
+
+// Reconcile observes one resize-mode pod after a Ballast patch (SPEC §9): it maps the
 // pod's conditions to a resize-state, records each transition once, and works the
 // Deferred ladder's time limits.
-func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (o *PodOutcomes) Reconcile(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	c := o.c
 	log := ctrl.LoggerFrom(ctx)
-	pod := &corev1.Pod{}
-	if err := c.client.Get(ctx, req.NamespacedName, pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			c.forget(req.NamespacedName)
-			c.shrunk.drop(req.NamespacedName)
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
+	key := client.ObjectKeyFromObject(pod)
 	if res, done, err := c.checkRevert(ctx, pod); done || err != nil {
 		return res, err
 	}
 	state := pod.Annotations[ballastv1.ResizeStateAnnotation]
-	if !Settling(state) {
+	if !resizeplan.Settling(state) {
 		return reconcile.Result{}, nil
 	}
 	c.mu.Lock()
 	m, _ := mark(c.since, pod)
 	c.mu.Unlock()
 	since := m.gen
-	now := c.now()
-	obs := Observe(pod, since)
-	if t, changed := Next(state, obs); changed {
+	now := c.clock.Now()
+	obs := resizeplan.Observe(pod, since)
+	if t, changed := resizeplan.Next(state, obs); changed {
 		if snap := c.state.Get(); snap.Active() {
 			c.state.Suppress(log, snap, config.ActionOutcome, "kill switch active, resize outcome not recorded", "state", obs.State)
 			return reconcile.Result{RequeueAfter: killSwitchRetry}, nil
@@ -65,14 +74,14 @@ func (c *Controller) ReconcilePod(ctx context.Context, req reconcile.Request) (r
 				if err != nil {
 					return reconcile.Result{}, err
 				}
-				if !again || c.api.Get(ctx, req.NamespacedName, pod) != nil {
+				if !again || c.api.Get(ctx, key, pod) != nil {
 					break
 				}
 			}
 		}
 	}
-	if !Settling(state) {
-		c.forget(req.NamespacedName)
+	if !resizeplan.Settling(state) {
+		c.forget(key)
 		return reconcile.Result{}, c.releaseIfIdle(ctx, pod.Spec.NodeName)
 	}
 	if state == ballastv1.ResizeStateDeferred {
@@ -116,17 +125,17 @@ func (c *Controller) escalate(ctx context.Context, pod *corev1.Pod, now time.Tim
 	if err != nil || v == nil {
 		return reconcile.Result{}, err
 	}
-	free := PlanNode(v.plan, nil).Free
-	shortfall := Resources{}.Sub(free).Positive()
+	free := resizeplan.PlanNode(v.plan, nil).Free
+	shortfall := resizeplan.Resources{}.Sub(free).Positive()
 	ok, why := c.canHandOver(v, pod, shortfall, false, c.donorsInFlight(v, pod))
-	c.metrics.Ladder.WithLabelValues(string(RungDonors), "timed_out").Inc()
-	c.events.Ladder(pod, RungDonors, fmt.Sprintf("still Deferred %s after the donors' shrinks", c.opts.DonorWait))
+	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungDonors), "timed_out").Inc()
+	c.events.Publish(ladderEvent(pod, resizeplan.RungDonors, fmt.Sprintf("still Deferred %s after the donors' shrinks", c.opts.DonorWait)))
 	if ok {
 		return reconcile.Result{RequeueAfter: c.opts.HandOverWait}, c.handOver(ctx, pod, v.node.Name, "Deferred beyond the donors' time limit")
 	}
-	c.metrics.Ladder.WithLabelValues(string(RungHandOver), "refused").Inc()
-	ctrl.LoggerFrom(ctx).Info("not handing the Deferred growth over to scheduler preemption", "rung", RungHandOver, "pod", pod.Name, "why", why)
-	if took, err := c.relocate(ctx, pod, specTargets(pod), why); took || err != nil {
+	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungHandOver), "refused").Inc()
+	ctrl.LoggerFrom(ctx).Info("not handing the Deferred growth over to scheduler preemption", "rung", resizeplan.RungHandOver, "pod", pod.Name, "why", why)
+	if took, err := c.relocate(ctx, pod, resizeplan.SpecTargets(pod), why); took || err != nil {
 		// Look again later: a relocation that is abandoned leaves the pod Deferred, and the
 		// Relocator then declines it, so rung 4 caps it.
 		return reconcile.Result{RequeueAfter: c.opts.HandOverWait}, err

@@ -12,9 +12,19 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 	"github.com/ballastk8s/ballast/pkg/store"
+)
+
+// Defaults of the pressure fast raise (ballast-control --pressure-raise-threshold and
+// --pressure-raise-sustain).
+const (
+	// DefaultPressureThreshold: 10 % of the time stalled on memory.
+	DefaultPressureThreshold = 0.10
+	// DefaultPressureSustain: for at least 30 s without a break.
+	DefaultPressureSustain = 30 * time.Second
 )
 
 // PressureSource reads a profile's memory-pressure stream (store.Reader.ReadPressure).
@@ -58,22 +68,21 @@ const (
 type pressureWatch struct {
 	src     PressureSource
 	opts    PressureOptions
-	tracker *pressureTracker
+	tracker *resizeplan.PressureTracker
 	last    map[string]string // profile hash → last stream ID seen
 }
 
-// WithPressure makes the controller read the pressure streams of profiles with resize-mode
-// pods on every background tick (1s) and raise a container whose memory pressure stays
-// at or above o.Threshold for o.Sustain. Zero fields take the defaults.
-func (c *Controller) WithPressure(src PressureSource, o PressureOptions) *Controller {
+// newPressureWatch reads src's pressure streams on every background tick (1s) and raises a
+// container whose memory pressure stays at or above o.Threshold for o.Sustain. Zero fields
+// take the defaults.
+func newPressureWatch(src PressureSource, o PressureOptions) *pressureWatch {
 	if o.Threshold == 0 {
 		o.Threshold = DefaultPressureThreshold
 	}
 	if o.Sustain == 0 {
 		o.Sustain = DefaultPressureSustain
 	}
-	c.pressure = &pressureWatch{src: src, opts: o, tracker: newPressureTracker(o.Threshold, o.Sustain), last: map[string]string{}}
-	return c
+	return &pressureWatch{src: src, opts: o, tracker: resizeplan.NewPressureTracker(o.Threshold, o.Sustain), last: map[string]string{}}
 }
 
 // pollPressure reads the new pressure readings of every profile with resize-mode pods and
@@ -85,15 +94,15 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	now := c.now()
-	defer w.tracker.prune(now, pressureKeep)
+	now := c.clock.Now()
+	defer w.tracker.Prune(now, pressureKeep)
 	return eachResizeProfile(ctx, c.client, func(wp *ballastv1.WorkloadProfile, byKey map[string]*corev1.Pod) error {
 		hash := wp.Status.MeasurementHash
 		recs, err := w.src.ReadPressure(ctx, hash, w.last[hash])
 		if err != nil {
 			return fmt.Errorf("reading the pressure stream of %s: %w", wp.Name, err)
 		}
-		changed := map[runKey]*corev1.Pod{}
+		changed := map[resizeplan.RunKey]*corev1.Pod{}
 		for _, r := range recs {
 			w.last[hash] = r.ID
 			if r.Err != nil {
@@ -104,19 +113,19 @@ func (c *Controller) pollPressure(ctx context.Context) error {
 			if p == nil || now.Sub(r.Reading.At) > pressureKeep {
 				continue
 			}
-			k := runKey{uid: p.UID, container: r.Reading.Container}
-			if w.tracker.observe(k, r.Reading) {
+			k := resizeplan.RunKey{UID: p.UID, Container: r.Reading.Container}
+			if w.tracker.Observe(k, r.Reading) {
 				changed[k] = p
 			}
 		}
 		for k, p := range changed {
-			run, ok := w.tracker.sustained(k)
-			if !ok || now.Sub(run.end) > pressureFresh {
+			run, ok := w.tracker.Sustained(k)
+			if !ok || now.Sub(run.End) > pressureFresh {
 				continue
 			}
-			switch c.raiseOnPressure(ctx, wp, p, k.container, run) {
+			switch c.raiseOnPressure(ctx, wp, p, k.Container, run) {
 			case raiseSent, raiseRefused:
-				w.tracker.restart(k, maxTime(now, run.end))
+				w.tracker.Restart(k, maxTime(now, run.End))
 			case raiseLater:
 				// Settling or failed: the next reading of the run tries again.
 			}
@@ -144,18 +153,18 @@ const (
 // raiseOnPressure raises one container's memory limit one OOM step (max(limit × 1.2,
 // limit + 100Mi), at most the node's allocatable memory), and its request with it when
 // they were equal, so the QoS class stays.
-func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.WorkloadProfile, pod *corev1.Pod, container string, run *pressureRun) raiseResult {
+func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.WorkloadProfile, pod *corev1.Pod, container string, run *resizeplan.PressureRun) raiseResult {
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "container", container,
 		"trigger", "pressure", "profile", wp.Name)
 	count := func(result string) { c.metrics.Raises.WithLabelValues("pressure", result).Inc() }
-	if Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
+	if resizeplan.Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) {
 		return raiseLater // never stack a resize on one that has not settled
 	}
 	if snap := c.state.Get(); snap.Active() {
 		count("kill_switch")
 		return raiseLater // planNode logs and counts the suppression
 	}
-	ctr := containerOf(pod, container)
+	ctr := resizeplan.ContainerNamed(pod, container)
 	if ctr == nil {
 		count("no_container")
 		return raiseRefused
@@ -178,7 +187,7 @@ func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.Workload
 		return raiseRefused
 	}
 	newLim := *resource.NewQuantity(target, resource.BinarySI)
-	ch, qosBefore, qosAfter := memoryRaise(pod, ctr, lim, newLim)
+	ch, qosBefore, qosAfter := resizeplan.MemoryRaise(pod, ctr, lim, newLim)
 	if qosAfter != qosBefore {
 		count("qos_pinned")
 		log.Info("fast raise would change the QoS class, skipped", "qos_current", qosBefore, "qos_after", qosAfter)
@@ -186,11 +195,11 @@ func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.Workload
 	}
 	th := c.pressure.opts
 	msg := fmt.Sprintf("container %s under sustained memory pressure: %.0f%% of the time stalled for %s (peak %.0f%%, %s; threshold %.0f%% for %s): memory limit raised in place from %s to %s",
-		container, 100*run.mean(), run.covered().Round(time.Second), 100*float64(run.peak)/series.StallScale, run.source,
+		container, 100*run.Mean(), run.Covered().Round(time.Second), 100*float64(run.Peak)/series.StallScale, run.Source,
 		100*th.Threshold, th.Sustain, lim.String(), newLim.String())
-	log.Info("fast raise under sustained memory pressure", "stalled_share", run.mean(), "stalled_for", run.covered().String(),
-		"source", run.source, "limit_before", lim.String(), "limit_after", newLim.String(), "dry_run", c.opts.DryRun)
-	pc := &profileCtx{profile: wp, now: c.now()}
+	log.Info("fast raise under sustained memory pressure", "stalled_share", run.Mean(), "stalled_for", run.Covered().String(),
+		"source", run.Source, "limit_before", lim.String(), "limit_after", newLim.String(), "dry_run", c.opts.DryRun)
+	pc := &profileCtx{profile: wp, now: c.clock.Now()}
 	if _, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: []sizing.ContainerChanges{ch}, why: "pressure"}}); err != nil {
 		count("error")
 		log.Error(err, "fast raise failed")
@@ -201,6 +210,6 @@ func (c *Controller) raiseOnPressure(ctx context.Context, wp *ballastv1.Workload
 		return raiseSent
 	}
 	count("sent")
-	c.events.Raised(pod, msg)
+	c.events.Publish(raisedEvent(pod, msg))
 	return raiseSent
 }

@@ -5,14 +5,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/store"
 )
+
+// noPressure is a pressure stream with no readings.
+type noPressure struct{}
+
+func (noPressure) ReadPressure(context.Context, string, string) ([]store.PressureRecord, error) {
+	return nil, nil
+}
 
 // The refusals a pressure raise decides before it reads anything from the API: each says
 // whether the run starts over (refused) or waits for its next reading (later), and counts
@@ -44,10 +55,10 @@ func TestRaiseOnPressureRefusals(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			m := NewMetrics(nil, nil)
-			c := New(nil, nil, config.NewState(nil), nil, m, Events{}, func() time.Time { return time.Unix(1_800_000_000, 0) }, Options{})
-			c.WithPressure(nil, PressureOptions{})
-			run := &pressureRun{start: time.Unix(1_800_000_000, 0), end: time.Unix(1_800_000_030, 0), peak: 300_000,
-				stalled: 9 * time.Second, source: series.PressureSourcePSI}
+			c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, nil,
+				logr.Discard(), Options{Pressure: noPressure{}})
+			run := &resizeplan.PressureRun{Start: time.Unix(1_800_000_000, 0), End: time.Unix(1_800_000_030, 0), Peak: 300_000,
+				Stalled: 9 * time.Second, Source: series.PressureSourcePSI}
 			wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 			if got := c.raiseOnPressure(context.Background(), wp, tc.pod, tc.container, run); got != tc.want {
 				t.Errorf("result %v, want %v", got, tc.want)

@@ -1,11 +1,10 @@
 package resize
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 )
 
 // Rung 3's record (SPEC §15.5): the event on the old pod and the outcome it counts.
@@ -16,18 +15,12 @@ const (
 	OutcomeRelocated = "relocated"
 )
 
-// SetRelocator sets rung 3 (Understudy). Call it before the manager starts; nil skips the
-// rung. It exists because the Relocator is built after the controller (it needs the
-// Understudy cache), and the two packages must not import each other.
-func (c *Controller) SetRelocator(r Relocator) { c.opts.Relocator = r }
-
 // Relocated records a finished relocation: the stand-in is Ready on node and old is being
 // retired. One Relocated event on old and one ballast_resize_outcome_total{outcome="relocated"}
 // per call; the Relocator calls it once per relocation.
 func (c *Controller) Relocated(old *corev1.Pod, standIn, node string) {
 	c.metrics.Outcome.WithLabelValues(OutcomeRelocated, policyOf(old), old.Namespace, old.Annotations[ballastv1.ProfileRefAnnotation]).Inc()
-	c.metrics.Ladder.WithLabelValues(string(RungRelocate), "relocated").Inc()
-	c.events.emit(old, corev1.EventTypeNormal, EventRelocated, fmt.Sprintf(
-		"relocated without downtime: stand-in %s is Ready on node %s at its admission size; this pod is retired", standIn, node))
-	c.log.Info("pod relocated", "rung", RungRelocate, "namespace", old.Namespace, "pod", old.Name, "standIn", standIn, "node", node)
+	c.metrics.Ladder.WithLabelValues(string(resizeplan.RungRelocate), "relocated").Inc()
+	c.events.Publish(relocatedEvent(old, standIn, node))
+	c.log.Info("pod relocated", "rung", resizeplan.RungRelocate, "namespace", old.Namespace, "pod", old.Name, "standIn", standIn, "node", node)
 }

@@ -4,15 +4,19 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/events"
 )
 
 // takes is a Relocator that takes every pod (the real one is Understudy's).
@@ -31,7 +35,7 @@ func relocPod() *corev1.Pod {
 func TestRelocatedRecordsEventAndOutcome(t *testing.T) {
 	rec := record.NewFakeRecorder(4)
 	m := NewMetrics(prometheus.NewRegistry(), nil)
-	c := New(nil, nil, config.NewState(nil), nil, m, NewEvents(rec), nil, Options{})
+	c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, events.New(rec), logr.Discard(), Options{})
 	c.Relocated(relocPod(), "web-b", "n2")
 	if n := testutil.ToFloat64(m.Outcome.WithLabelValues(OutcomeRelocated, "team/p", "team", "prof")); n != 1 {
 		t.Errorf("outcome{relocated} = %v, want 1", n)
@@ -45,16 +49,18 @@ func TestRelocatedRecordsEventAndOutcome(t *testing.T) {
 func TestRelocateRung(t *testing.T) {
 	ctx := context.Background()
 	m := NewMetrics(prometheus.NewRegistry(), nil)
-	c := New(nil, nil, config.NewState(nil), nil, m, Events{}, nil, Options{})
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0))
+	c := New(clk, nil, nil, config.NewState(nil), nil, m, nil, logr.Discard(), Options{})
 	if took, err := c.relocate(ctx, relocPod(), nil, "x"); took || err != nil {
 		t.Errorf("no Relocator: took %v, %v", took, err)
 	}
 	r := &takes{}
-	c.SetRelocator(r)
+	c = New(clk, nil, nil, config.NewState(nil), nil, m, nil, logr.Discard(), Options{Relocator: r})
 	if took, err := c.relocate(ctx, relocPod(), nil, "x"); !took || err != nil || r.n != 1 {
 		t.Errorf("with a Relocator: took %v, %v, calls %d", took, err, r.n)
 	}
-	dry := New(nil, nil, config.NewState(nil), nil, NewMetrics(prometheus.NewRegistry(), nil), Events{}, nil, Options{DryRun: true, Relocator: r})
+	dry := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, NewMetrics(prometheus.NewRegistry(), nil), nil,
+		logr.Discard(), Options{DryRun: true, Relocator: r})
 	if took, _ := dry.relocate(ctx, relocPod(), nil, "x"); !took || r.n != 1 {
 		t.Errorf("dry-run: took %v, Relocator called %d times (want not called)", took, r.n)
 	}

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -42,7 +42,7 @@ type shrinkMark struct {
 	uid types.UID
 	at  time.Time
 	// before are the full pre-shrink requests and limits of the containers the shrink cut.
-	before []ContainerTarget
+	before []resizeplan.ContainerTarget
 	// restarts are the containers' restart counts at the shrink: a later OOMKilled restart
 	// is a kill after it (the kubelet reports what the node agent's stream may miss).
 	restarts map[string]int32
@@ -89,94 +89,6 @@ func (b *shrinkBook) drop(key types.NamespacedName) {
 	delete(b.marks, key)
 }
 
-// ShrunkContainers returns, for each container that changes cut (any cpu or memory request
-// or limit lowered), its full resources in pod before the change. Empty for a pure growth.
-func ShrunkContainers(pod *corev1.Pod, changes []sizing.ContainerChanges) []ContainerTarget {
-	var out []ContainerTarget
-	for _, t := range targetsOf(pod, changes) {
-		cur := containerOf(pod, t.Name)
-		if lowers(cur.Resources.Requests, t.Requests) || lowers(cur.Resources.Limits, t.Limits) {
-			out = append(out, ContainerTarget{Name: t.Name, Sidecar: t.Sidecar,
-				Requests: nonNil(cur.Resources.Requests).DeepCopy(), Limits: nonNil(cur.Resources.Limits).DeepCopy()})
-		}
-	}
-	return out
-}
-
-// lowers reports whether after sets a cpu or memory value below before's.
-func lowers(before, after corev1.ResourceList) bool {
-	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		b, okB := before[r]
-		a, okA := after[r]
-		if okB && okA && a.Cmp(b) < 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// RaiseBack returns the changes that put every value the shrink lowered back to its
-// pre-shrink value; values that are now higher stay. Each request and limit becomes
-// max(pre-shrink, current), so request ≤ limit holds and a Guaranteed container stays
-// Guaranteed. floorMem (when > 0) raises container floorCtr's memory limit to at least
-// that many bytes (an OOM bump above the pre-shrink limit), its request with it when the
-// two are equal.
-func RaiseBack(pod *corev1.Pod, before []ContainerTarget, floorCtr string, floorMem int64) []sizing.ContainerChanges {
-	var out []sizing.ContainerChanges
-	for _, lr := range longRunningChanges(pod) {
-		cur := containerOf(pod, lr.Name)
-		ch := sizing.ContainerChanges{Name: lr.Name, Sidecar: lr.Sidecar, Index: lr.Index}
-		for _, b := range before {
-			if b.Name == lr.Name {
-				ch.Requests = raised(cur.Resources.Requests, b.Requests)
-				ch.Limits = raised(cur.Resources.Limits, b.Limits)
-			}
-		}
-		if lr.Name == floorCtr && floorMem > 0 {
-			lim, ok := cur.Resources.Limits[corev1.ResourceMemory]
-			if v, set := ch.Limits[corev1.ResourceMemory]; set {
-				lim = v
-			}
-			if ok && lim.Value() < floorMem {
-				req, hasReq := cur.Resources.Requests[corev1.ResourceMemory]
-				if v, set := ch.Requests[corev1.ResourceMemory]; set {
-					req = v
-				}
-				q := *resource.NewQuantity(floorMem, resource.BinarySI)
-				ch.Limits = setRes(ch.Limits, corev1.ResourceMemory, q)
-				if hasReq && req.Cmp(lim) == 0 {
-					ch.Requests = setRes(ch.Requests, corev1.ResourceMemory, q)
-				}
-			}
-		}
-		if len(ch.Requests) > 0 || len(ch.Limits) > 0 {
-			out = append(out, ch)
-		}
-	}
-	return out
-}
-
-// raised returns the cpu and memory values of pre that are above cur's.
-func raised(cur, pre corev1.ResourceList) corev1.ResourceList {
-	var out corev1.ResourceList
-	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		p, okP := pre[r]
-		c, okC := cur[r]
-		if okP && okC && c.Cmp(p) < 0 {
-			out = setRes(out, r, p)
-		}
-	}
-	return out
-}
-
-func setRes(l corev1.ResourceList, r corev1.ResourceName, q resource.Quantity) corev1.ResourceList {
-	if l == nil {
-		l = corev1.ResourceList{}
-	}
-	l[r] = q
-	return l
-}
-
 // RevertTrigger is what a pod shows since its shrink that asks for a raise-back: an
 // OOMKilled restart after the shrink ("oom"), or a pod that was Ready now NotReady
 // ("not_ready"); "" for neither. ready reports whether the pod is Ready now.
@@ -208,11 +120,11 @@ func RevertTrigger(pod *corev1.Pod, m shrinkMark) (trigger, detail string, ready
 // shrinkOf is what pod holds before changes when they cut anything, else nil; called just
 // before the patch is sent and kept (shrinkBook.keep) once it was accepted.
 func (c *Controller) shrinkOf(pod *corev1.Pod, changes []sizing.ContainerChanges) *shrinkMark {
-	before := ShrunkContainers(pod, changes)
+	before := resizeplan.ShrunkContainers(pod, changes)
 	if len(before) == 0 {
 		return nil
 	}
-	m := &shrinkMark{uid: pod.UID, at: c.now(), before: before, restarts: map[string]int32{}, ready: podReady(pod)}
+	m := &shrinkMark{uid: pod.UID, at: c.clock.Now(), before: before, restarts: map[string]int32{}, ready: podReady(pod)}
 	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
 		m.restarts[st.Name] = st.RestartCount
 	}
@@ -234,7 +146,7 @@ func (c *Controller) recentShrink(pod *corev1.Pod) (shrinkMark, bool) {
 	if !ok {
 		return m, false
 	}
-	if c.now().Sub(m.at) > c.opts.RevertWindow {
+	if c.clock.Now().Sub(m.at) > c.opts.RevertWindow {
 		c.shrunk.drop(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 		return m, false
 	}
@@ -254,7 +166,7 @@ func (c *Controller) checkRevert(ctx context.Context, pod *corev1.Pod) (reconcil
 		m.ready = true
 		c.shrunk.put(pod, m)
 	}
-	if trigger == "" || Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) || !pod.DeletionTimestamp.IsZero() {
+	if trigger == "" || resizeplan.Settling(pod.Annotations[ballastv1.ResizeStateAnnotation]) || !pod.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, false, nil // a settling resize is waited for: its outcome re-triggers the watch
 	}
 	requeue, err := c.revertShrink(ctx, nil, pod, m, trigger, detail, "", 0)
@@ -289,19 +201,13 @@ func (c *Controller) revertShrink(ctx context.Context, wp *ballastv1.WorkloadPro
 	_, known := c.podAttrs(ctx, pod)
 	count := func(result string) { c.metrics.Reverts.WithLabelValues(trigger, result, pod.Namespace, known).Inc() }
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	changes := RaiseBack(pod, m.before, floorCtr, floorMem)
+	changes := resizeplan.RaiseBack(pod, m.before, floorCtr, floorMem)
 	if len(changes) == 0 {
 		c.shrunk.drop(key)
 		count("already_raised")
 		return false, nil
 	}
-	after := pod.DeepCopy()
-	for _, t := range targetsOf(pod, changes) {
-		if ct := containerOf(after, t.Name); ct != nil {
-			ct.Resources.Requests, ct.Resources.Limits = t.Requests, t.Limits
-		}
-	}
-	if sizing.QoS(after) != sizing.QoS(pod) { // cannot happen for max(pre, cur); kept as the guard
+	if sizing.QoSWith(pod, changes) != sizing.QoSWith(pod, nil) { // cannot happen for max(pre, cur); kept as the guard
 		c.shrunk.drop(key)
 		count("qos_pinned")
 		return false, nil
@@ -315,12 +221,12 @@ func (c *Controller) revertShrink(ctx context.Context, wp *ballastv1.WorkloadPro
 			wp.Name = ref
 		}
 	}
-	summary := describeTargets(targetsOf(pod, changes), pod)
+	summary := describeTargets(resizeplan.TargetsOf(pod, changes), pod)
 	msg := fmt.Sprintf("%s %s after Ballast's shrink: raised back to the pre-shrink size (%s)",
-		detail, c.now().Sub(m.at).Round(time.Second), summary)
-	log.Info("raising back after a shrink", "since_shrink", c.now().Sub(m.at).String(), "changes", summary, "why", detail)
+		detail, c.clock.Now().Sub(m.at).Round(time.Second), summary)
+	log.Info("raising back after a shrink", "since_shrink", c.clock.Now().Sub(m.at).String(), "changes", summary, "why", detail)
 	gen := pod.Generation
-	pc := &profileCtx{profile: wp, now: c.now()}
+	pc := &profileCtx{profile: wp, now: c.clock.Now()}
 	requeue, err := c.planNode(ctx, pc, pod.Spec.NodeName, []proposal{{pc: pc, pod: pod, changes: changes, why: "revert"}})
 	if err != nil {
 		count("error")
@@ -335,21 +241,18 @@ func (c *Controller) revertShrink(ctx context.Context, wp *ballastv1.WorkloadPro
 		return false, nil
 	}
 	count("sent")
-	if !c.opts.DryRun && !c.state.Get().Active() && c.events.rec != nil {
-		c.events.rec.Event(pod, corev1.EventTypeWarning, EventResizeReverted, msg)
-		if wp.UID != "" {
-			c.events.rec.Event(wp, corev1.EventTypeWarning, EventResizeReverted, fmt.Sprintf("pod %s/%s: %s", pod.Namespace, pod.Name, msg))
-		}
+	if !c.opts.DryRun && !c.state.Get().Active() {
+		c.events.Publish(revertedEvents(pod, wp, msg)...)
 	}
 	return false, nil
 }
 
 // describeTargets renders "app: cpu 300m→600m, memory limit 256Mi→512Mi" for the values
 // that change.
-func describeTargets(ts []ContainerTarget, pod *corev1.Pod) string {
+func describeTargets(ts []resizeplan.ContainerTarget, pod *corev1.Pod) string {
 	var parts []string
 	for _, t := range ts {
-		cur := containerOf(pod, t.Name)
+		cur := resizeplan.ContainerNamed(pod, t.Name)
 		var ch []string
 		for _, f := range []struct {
 			what     string

@@ -13,6 +13,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -61,17 +62,17 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 		log.V(1).Info("resize conflicted with a newer pod; deciding again", "error", err.Error())
 		return true, nil
 	}
-	now := c.now()
+	now := c.clock.Now()
 	if err == nil {
 		c.mu.Lock()
 		c.since[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = podMark{uid: pod.UID, gen: pod.Generation}
 		c.mu.Unlock()
 		c.shrunk.keep(pod, shrunk)
 		c.metrics.Applied.WithLabelValues(pol, pod.Namespace, profile).Inc()
-		c.events.Resized(pod)
+		c.events.Publish(resizedEvent(pod))
 		for _, cl := range clamps {
 			res := cl.Resource
-			c.events.Clamped(pod, cl.Container, string(res), cl.Recommended.String(res), cl.Limit.String(res))
+			c.events.Publish(clampedEvent(pod, cl.Container, string(res), cl.Recommended.String(res), cl.Limit.String(res)))
 			c.metrics.Clamped.WithLabelValues(cl.Container, string(res), pol, pod.Namespace, "resize", profile).Inc()
 		}
 		log.Info("resized the pod in place", "patch", string(body), "generation", pod.Generation)
@@ -81,7 +82,7 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 		return false, nil
 	}
 	c.metrics.Failed.WithLabelValues(pol, pod.Namespace, profile).Inc()
-	tr := Transition{From: pod.Annotations[ballastv1.ResizeStateAnnotation], To: obs.State, Message: obs.Message}
+	tr := resizeplan.Transition{From: pod.Annotations[ballastv1.ResizeStateAnnotation], To: obs.State, Message: obs.Message}
 	c.record(ctx, pod, tr, now)
 	log.Info("in-place resize rejected", "state", obs.State, "error", obs.Message, "patch", string(body))
 	return false, nil
@@ -89,11 +90,11 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 
 // record writes, emits and counts one state transition (SPEC §9): the annotations first,
 // so an event or count never describes a state the pod does not show.
-func (c *Controller) record(ctx context.Context, pod *corev1.Pod, t Transition, now time.Time) error {
+func (c *Controller) record(ctx context.Context, pod *corev1.Pod, t resizeplan.Transition, now time.Time) error {
 	if err := c.annotate(ctx, pod, ForTransition(t, now)); err != nil {
 		return err
 	}
-	c.events.Transition(pod, t)
+	c.events.Publish(transitionEvents(pod, t)...)
 	if o := t.Outcome(); o != "" {
 		pol, profile := c.podAttrs(ctx, pod)
 		c.metrics.Outcome.WithLabelValues(o, pol, pod.Namespace, profile).Inc()

@@ -19,6 +19,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/resize"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/test/harness"
 )
 
@@ -114,7 +115,7 @@ func TestControlPodPatchPolicy(t *testing.T) {
 	allowed := map[string]any{
 		"enrollment's profile-ref and policy-ref": ann(map[string]any{
 			ballastv1.ProfileRefAnnotation: "web-0123456789", ballastv1.PolicyRefAnnotation: "default"}),
-		"resize blocked":              rawPatch(resize.ForTransition(resize.Transition{To: ballastv1.ResizeStateInfeasible, Message: "node too small"}, now).MergePatch("")),
+		"resize blocked":              rawPatch(resize.ForTransition(resizeplan.Transition{To: ballastv1.ResizeStateInfeasible, Message: "node too small"}, now).MergePatch("")),
 		"resize applied (clears)":     rawPatch(resize.Applied(now).MergePatch("")),
 		"understudy deletion cost":    ann(map[string]any{ballastv1.PodDeletionCostAnnotation: ballastv1.DoomedPodDeletionCost}),
 		"removing its own annotation": ann(map[string]any{ballastv1.PolicyRefAnnotation: nil}),

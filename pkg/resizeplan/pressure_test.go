@@ -1,4 +1,4 @@
-package resize
+package resizeplan
 
 import (
 	"testing"
@@ -22,7 +22,7 @@ func TestPressureTracker(t *testing.T) {
 	cases := map[string]struct {
 		steps []step
 		// wantCovered is the run's length after the steps (0: no run); wantSustained
-		// whether it reaches the 30 s default.
+		// whether it reaches the 30 s sustain (the controller's default, as the 10 % threshold).
 		wantCovered   time.Duration
 		wantSustained bool
 		wantMean      float64
@@ -62,30 +62,30 @@ func TestPressureTracker(t *testing.T) {
 			wantCovered: 30 * time.Second, wantSustained: true, wantMean: 0.30,
 		},
 	}
-	k := runKey{uid: "u1", container: "app"}
+	k := RunKey{UID: "u1", Container: "app"}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			tr := newPressureTracker(DefaultPressureThreshold, DefaultPressureSustain)
+			tr := NewPressureTracker(0.10, 30*time.Second)
 			for i, s := range tc.steps {
-				if got := tr.observe(k, s.r); got != s.wantChanged {
+				if got := tr.Observe(k, s.r); got != s.wantChanged {
 					t.Errorf("step %d: changed = %v, want %v", i, got, s.wantChanged)
 				}
 			}
 			run := tr.runs[k]
 			var covered time.Duration
 			if run != nil {
-				covered = run.covered()
+				covered = run.Covered()
 			}
 			if covered != tc.wantCovered {
 				t.Errorf("covered %v, want %v", covered, tc.wantCovered)
 			}
-			got, ok := tr.sustained(k)
+			got, ok := tr.Sustained(k)
 			if ok != tc.wantSustained {
 				t.Errorf("sustained = %v, want %v", ok, tc.wantSustained)
 			}
 			// Stall shares are whole µs per s: the mean is exact to 1e-6.
-			if ok && tc.wantMean != 0 && (got.mean() < tc.wantMean-1e-6 || got.mean() > tc.wantMean+1e-6) {
-				t.Errorf("mean %v, want %v", got.mean(), tc.wantMean)
+			if ok && tc.wantMean != 0 && (got.Mean() < tc.wantMean-1e-6 || got.Mean() > tc.wantMean+1e-6) {
+				t.Errorf("mean %v, want %v", got.Mean(), tc.wantMean)
 			}
 		})
 	}
@@ -94,68 +94,34 @@ func TestPressureTracker(t *testing.T) {
 // After a raise the run starts over from the raise: readings that began before it do not
 // count, so the next raise needs another full sustain period.
 func TestPressureTrackerRestart(t *testing.T) {
-	tr := newPressureTracker(DefaultPressureThreshold, DefaultPressureSustain)
-	k, other := runKey{uid: "u1", container: "app"}, runKey{uid: "u2", container: "app"}
+	tr := NewPressureTracker(0.10, 30*time.Second)
+	k, other := RunKey{UID: "u1", Container: "app"}, RunKey{UID: "u2", Container: "app"}
 	for _, end := range []int{10, 20, 30} {
-		tr.observe(k, reading(end, 60))
-		tr.observe(other, reading(end, 60))
+		tr.Observe(k, reading(end, 60))
+		tr.Observe(other, reading(end, 60))
 	}
-	if _, ok := tr.sustained(k); !ok {
+	if _, ok := tr.Sustained(k); !ok {
 		t.Fatal("no sustained run")
 	}
-	tr.restart(k, reading(35, 0).At)
-	if tr.observe(k, reading(40, 60)) {
+	tr.Restart(k, reading(35, 0).At)
+	if tr.Observe(k, reading(40, 60)) {
 		t.Error("a reading that began before the raise counted")
 	}
 	for _, end := range []int{50, 60} {
-		tr.observe(k, reading(end, 60))
+		tr.Observe(k, reading(end, 60))
 	}
-	if run, ok := tr.sustained(k); ok {
+	if run, ok := tr.Sustained(k); ok {
 		t.Errorf("sustained with 20s of readings after the raise: %+v", run)
 	}
-	tr.observe(k, reading(70, 60))
-	if run, ok := tr.sustained(k); !ok || run.covered() != 30*time.Second || !run.start.Equal(reading(40, 0).At) {
+	tr.Observe(k, reading(70, 60))
+	if run, ok := tr.Sustained(k); !ok || run.Covered() != 30*time.Second || !run.Start.Equal(reading(40, 0).At) {
 		t.Errorf("after three readings begun after the raise: %+v %v, want the 30s run from 40s", run, ok)
 	}
-	if _, ok := tr.sustained(other); !ok {
+	if _, ok := tr.Sustained(other); !ok {
 		t.Error("the other pod's run was touched")
 	}
-	tr.prune(reading(70, 0).At.Add(pressureKeep+time.Second), pressureKeep)
+	tr.Prune(reading(70, 0).At.Add(15*time.Minute+time.Second), 15*time.Minute)
 	if len(tr.runs) != 0 || len(tr.after) != 0 {
 		t.Errorf("prune left %d runs, %d marks", len(tr.runs), len(tr.after))
-	}
-}
-
-func TestPressureOptionsValidate(t *testing.T) {
-	cases := map[string]struct {
-		o    PressureOptions
-		want bool
-	}{
-		"defaults":              {PressureOptions{DefaultPressureThreshold, DefaultPressureSustain}, true},
-		"the floor":             {PressureOptions{0.01, time.Second}, true},
-		"below the agent floor": {PressureOptions{0.005, 30 * time.Second}, false},
-		"above 100%":            {PressureOptions{1.5, 30 * time.Second}, false},
-		"sub-second sustain":    {PressureOptions{0.1, 500 * time.Millisecond}, false},
-	}
-	for name, tc := range cases {
-		if err := tc.o.Validate(); (err == nil) != tc.want {
-			t.Errorf("%s: Validate() = %v, want ok %v", name, err, tc.want)
-		}
-	}
-}
-
-func TestOOMDetail(t *testing.T) {
-	cases := map[string]struct {
-		ev   series.OOMEvent
-		want string
-	}{
-		"files only":         {series.OOMEvent{Kind: "unknown"}, ""},
-		"eBPF, container":    {series.OOMEvent{Kind: "container", PID: 4242, Comm: "stress", RSSBytes: 1 << 20}, "victim pid 4242 (stress), rss 1048576 bytes, container limit hit; "},
-		"eBPF, kind unknown": {series.OOMEvent{Kind: "unknown", PID: 7}, "victim pid 7; "},
-	}
-	for name, tc := range cases {
-		if got := oomDetail(tc.ev); got != tc.want {
-			t.Errorf("%s: %q, want %q", name, got, tc.want)
-		}
 	}
 }

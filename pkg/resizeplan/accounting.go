@@ -1,4 +1,4 @@
-package resize
+package resizeplan
 
 import (
 	corev1 "k8s.io/api/core/v1"

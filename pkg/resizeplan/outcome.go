@@ -1,12 +1,9 @@
-package resize
+package resizeplan
 
 import (
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 )
@@ -25,9 +22,6 @@ const (
 	reasonDeferred   = "Deferred"
 	reasonInfeasible = "Infeasible"
 	reasonError      = "Error"
-	// causeNodeCapacity is the status cause PodResizeValidator (1.36+) gives a resize
-	// whose requests exceed the node's allocatable.
-	causeNodeCapacity = "NodeCapacity"
 )
 
 // Observation is what a pod's status says about the resize Ballast issued.
@@ -89,41 +83,6 @@ func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition 
 	return nil
 }
 
-// ErrRequeue marks an API error after which the resize is tried again at once, not
-// recorded: a 409 Conflict means Ballast decided on a stale pod.
-var ErrRequeue = errors.New("resize conflicted with a newer pod; re-evaluating")
-
-// ObserveError maps a rejected pods/resize call to a resize-state (SPEC §9): 403 with
-// cause NodeCapacity ⇒ Infeasible, 409 ⇒ ErrRequeue (no state), NotFound ⇒ nil (the pod
-// is gone, nothing to record), anything else ⇒ Error with the error text.
-func ObserveError(err error) (*Observation, error) {
-	switch {
-	case err == nil:
-		return nil, nil
-	case apierrors.IsConflict(err):
-		return nil, ErrRequeue
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case apierrors.IsForbidden(err) && hasCause(err, causeNodeCapacity):
-		return &Observation{State: ballastv1.ResizeStateInfeasible, Message: err.Error()}, nil
-	default:
-		return &Observation{State: ballastv1.ResizeStateError, Message: err.Error()}, nil
-	}
-}
-
-func hasCause(err error, cause metav1.CauseType) bool {
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) || st.Status().Details == nil {
-		return false
-	}
-	for _, c := range st.Status().Details.Causes {
-		if c.Type == cause {
-			return true
-		}
-	}
-	return false
-}
-
 // Transition is a change of a pod's resize-state with what it emits: one event and one
 // outcome count (SPEC §9), and the blocked backoff for Infeasible and Error.
 type Transition struct {
@@ -174,3 +133,10 @@ func Settling(state string) bool {
 }
 
 func (t Transition) String() string { return fmt.Sprintf("%s→%s", t.From, t.To) }
+
+// Deferred reports whether the kubelet reports the pod's resize Deferred now (of any
+// generation): the pod waits for room on its node.
+func Deferred(p *corev1.Pod) bool {
+	c := condition(p, corev1.PodResizePending)
+	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == reasonDeferred
+}

@@ -1,4 +1,4 @@
-package resize
+package resizeplan
 
 // Rung is a step of the Deferred ladder (ARCHITECTURE.md "Resize outcomes and the Deferred
 // ladder"). It is an attribute of ballast_resize_ladder_total and named in events and logs.

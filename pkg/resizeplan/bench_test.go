@@ -1,4 +1,4 @@
-package resize
+package resizeplan
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
 // benchPods are n running pods of two containers each with status resources, half of
@@ -71,5 +73,17 @@ func BenchmarkClusterPass1000x20(b *testing.B) {
 		for _, n := range nodes {
 			nodePass(n.pods, n.props)
 		}
+	}
+}
+
+// BenchmarkTargetsOf is one proposal's full targets (a two-container pod, one changed), as
+// each node pass computes them for Planned.
+func BenchmarkTargetsOf(b *testing.B) {
+	pods, props := benchPods(rand.New(rand.NewPCG(15, 16)), 2)
+	pod := pods[0]
+	changes := []sizing.ContainerChanges{{Name: "app", Index: 0, Requests: props[pod.Namespace+"/"+pod.Name]["app"]}}
+	b.ReportAllocs()
+	for b.Loop() {
+		TargetsOf(pod, changes)
 	}
 }
