@@ -35,14 +35,25 @@ func relocPod() *corev1.Pod {
 func TestRelocatedRecordsEventAndOutcome(t *testing.T) {
 	rec := record.NewFakeRecorder(4)
 	m := NewMetrics(prometheus.NewRegistry(), nil)
-	c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), nil, nil, config.NewState(nil), nil, m, events.New(rec), logr.Discard(), Options{})
-	c.Relocated(relocPod(), "web-b", "n2")
-	if n := testutil.ToFloat64(m.Outcome.WithLabelValues(OutcomeRelocated, "team/p", "team", "prof")); n != 1 {
-		t.Errorf("outcome{relocated} = %v, want 1", n)
+	wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: "prof"},
+		Status: ballastv1.WorkloadProfileStatus{PolicyRef: &ballastv1.PolicyRef{Kind: "ResourcePolicy", Namespace: "team", Name: "q"}}}
+	c := New(clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0)), fakeClient(t, wp), nil, config.NewState(nil), nil, m, events.New(rec), logr.Discard(), Options{})
+	c.Relocated(context.Background(), relocPod(), "web-b", "n2")
+	// The policy attribute is the profile's status.policyRef (team/q), not the pod's
+	// annotation (team/p).
+	if n := testutil.ToFloat64(m.Outcome.WithLabelValues(OutcomeRelocated, "team/q", "team", "prof")); n != 1 {
+		t.Errorf("outcome{relocated, team/q, prof} = %v, want 1", n)
 	}
 	ev := <-rec.Events
 	if !strings.HasPrefix(ev, "Normal Relocated ") || !strings.Contains(ev, "web-b") || !strings.Contains(ev, "n2") {
 		t.Errorf("event %q", ev)
+	}
+	// A pod naming a profile that does not exist adds no series of its own.
+	forged := relocPod()
+	forged.Annotations[ballastv1.ProfileRefAnnotation] = "no-such-profile"
+	c.Relocated(context.Background(), forged, "web-c", "n2")
+	if n := testutil.ToFloat64(m.Outcome.WithLabelValues(OutcomeRelocated, "", "team", "")); n != 1 {
+		t.Errorf("outcome{relocated, unknown profile} = %v, want 1", n)
 	}
 }
 

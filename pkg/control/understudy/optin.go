@@ -214,7 +214,7 @@ func (c *Controller) ReconcileOptIn(ctx context.Context, key types.NamespacedNam
 					node = t.pods[i].Spec.NodeName
 				}
 			}
-			rec.Relocated(old, standIn, node)
+			rec.Relocated(ctx, old, standIn, node)
 		}
 		return reconcile.Result{}, nil
 	case c.state.Get().Active():

@@ -44,7 +44,7 @@ const (
 // event on the old pod and ballast_resize_outcome_total{outcome="relocated"}. The resize
 // controller implements it; package app connects the two.
 type RelocationRecorder interface {
-	Relocated(old *corev1.Pod, standIn, node string)
+	Relocated(ctx context.Context, old *corev1.Pod, standIn, node string)
 }
 
 // relocations remembers pods whose relocation was relaxed (until when the ladder must not
@@ -235,7 +235,7 @@ func (c *Controller) retire(ctx context.Context, log logr.Logger, u *ballastv1.U
 		log.Info("relocation: stand-in ready, retiring the old pod", "standIn", standIn, "node", node, "pod", old.Name)
 		c.events.Publish(releasedEvent(u, standIn, old.Name))
 		if rec := c.reloc.recorder(); rec != nil {
-			rec.Relocated(old, standIn, node)
+			rec.Relocated(ctx, old, standIn, node)
 		}
 	}
 	if err := c.scaleBack(ctx, log, u, st, t, "relocation: stand-in "+standIn+" is Ready"); err != nil {

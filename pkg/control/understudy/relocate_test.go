@@ -20,7 +20,7 @@ import (
 // record is tested in pkg/control/resize).
 type recorded struct{ calls []string }
 
-func (r *recorded) Relocated(old *corev1.Pod, standIn, node string) {
+func (r *recorded) Relocated(_ context.Context, old *corev1.Pod, standIn, node string) {
 	r.calls = append(r.calls, old.Name+"->"+standIn+"@"+node)
 }
 
