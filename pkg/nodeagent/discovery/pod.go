@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/kubeletstats"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -93,11 +94,7 @@ func FromPod(p *corev1.Pod) (Pod, bool) {
 		}
 		out.Containers = append(out.Containers, Container{Name: r.Name, ID: id, Sidecar: r.Sidecar})
 	}
-	for _, v := range p.Spec.Volumes {
-		if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
-			out.EmptyDirVolumes = append(out.EmptyDirVolumes, v.Name)
-		}
-	}
+	out.EmptyDirVolumes = kubeletstats.DiskEmptyDirs(&p.Spec)
 	return out, true
 }
 
