@@ -163,7 +163,7 @@ func TestSamplesReachTheRightSeries(t *testing.T) {
 			t.Errorf("last samples %v", signals)
 		}
 		text := getText(t, a, "?format=text&pod="+ns+"/web-1")
-		for _, wantText := range []string{ns + "/web-1", wantDir, "memory/usage", "100.00Mi", "valkey:", "buffer:"} {
+		for _, wantText := range []string{ns + "/web-1", wantDir, "memory/usage", "100.00Mi", "Valkey:", "Buffer:"} {
 			if !strings.Contains(text, wantText) {
 				t.Errorf("text view lacks %q:\n%s", wantText, text)
 			}
