@@ -14,6 +14,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/recommend/feed"
 )
 
 // samplingInterval is §4.1's cadence from the policy's sources.
@@ -61,10 +62,11 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	if snap.Config != nil {
 		retention, _ = ballastv1.RetentionWindow(*snap.Config)
 	}
-	series, err := c.store.Read(ctx, next.MeasurementHash, now, retention)
+	stored, err := c.store.Read(ctx, next.MeasurementHash, now, retention)
 	if err != nil {
 		return c.retry, fmt.Errorf("reading store for %s: %w", wp.Name, err)
 	}
+	series := feed.Of(stored.Series, stored.OOMs, stored.Nodes) // the store's data, shaped for recommend
 	res := recommend.Compute(recommend.Input{
 		Now: now, Policy: compiled, SamplingInterval: c.collectionInterval(wp.Name, interval, series.Fallback), Retention: retention, Generation: wp.Generation,
 		Containers: series.Containers, PodSeries: series.Pod, OOMs: series.OOMs, Previous: wp.Status.Containers,
