@@ -3,6 +3,8 @@ package resizeplan
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
 // Resources are the two resizable amounts in whole units.
@@ -109,7 +111,7 @@ func account(pod *corev1.Pod, overrides map[string]corev1.ResourceList, withStat
 	var sum, sidecars, initMax Resources
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if sizing.IsSidecar(c) {
 			r := one(c)
 			sum, sidecars = sum.Add(r), sidecars.Add(r)
 			continue

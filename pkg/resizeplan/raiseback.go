@@ -45,7 +45,7 @@ func lowers(before, after corev1.ResourceList) bool {
 // two are equal (liftLimit).
 func RaiseBack(pod *corev1.Pod, before []ContainerTarget, floorCtr string, floorMem int64) []sizing.ContainerChanges {
 	var out []sizing.ContainerChanges
-	for _, ch := range sizing.LongRunning(pod) {
+	for _, ch := range sizing.LongRunningChanges(pod) {
 		cur := ch.Container(pod)
 		for _, b := range before {
 			if b.Name == ch.Name {

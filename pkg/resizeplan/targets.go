@@ -25,7 +25,7 @@ func TargetsOf(pod *corev1.Pod, changes []sizing.ContainerChanges) []ContainerTa
 
 // SpecTargets are the current (desired) resources of the pod's long-running containers.
 func SpecTargets(pod *corev1.Pod) []ContainerTarget {
-	return TargetsOf(pod, sizing.LongRunning(pod))
+	return TargetsOf(pod, sizing.LongRunningChanges(pod))
 }
 
 // WithTargets returns changes carrying the given full targets (same containers, order and
@@ -125,7 +125,7 @@ func AllocatedPod(pod *corev1.Pod) *corev1.Pod {
 // qosBefore and qosAfter are the pod's QoS class without and with the change, by the rule
 // the calculator uses (sizing.QoSWith); a raise that would change it is not sent.
 func MemoryRaise(pod *corev1.Pod, ctr *corev1.Container, lim, newLim resource.Quantity) (ch sizing.ContainerChanges, qosBefore, qosAfter corev1.PodQOSClass) {
-	for _, lr := range sizing.LongRunning(pod) {
+	for _, lr := range sizing.LongRunningChanges(pod) {
 		if lr.Name == ctr.Name {
 			ch = lr
 		}

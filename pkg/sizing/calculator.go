@@ -173,13 +173,13 @@ func (c *calculator) threshold(res corev1.ResourceName, f Field) *big.Rat {
 
 func (c *calculator) plan(pod *corev1.Pod, recs Recommendations, stepDown bool) Plan {
 	var plan Plan
-	for _, ref := range longRunning(pod) {
-		rec, ok := recs[ref.name]
+	for _, ref := range LongRunning(&pod.Spec) {
+		rec, ok := recs[ref.Name]
 		if !ok {
 			continue
 		}
-		ctr := ref.container(pod)
-		cp := ContainerPlan{Name: ref.name, Sidecar: ref.sidecar, Index: ref.index}
+		ctr := ref.Container(&pod.Spec)
+		cp := ContainerPlan{Name: ref.Name, Sidecar: ref.Sidecar, Index: ref.Index}
 		for _, res := range recommendedResources {
 			r, ok := rec[res]
 			switch {

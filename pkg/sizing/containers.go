@@ -5,53 +5,59 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// containerRef locates one long-running container of a pod.
-type containerRef struct {
-	name    string
-	sidecar bool // in spec.initContainers
-	index   int
+// ContainerRef locates one long-running container of a pod spec.
+type ContainerRef struct {
+	Name    string
+	Sidecar bool // a native sidecar: in spec.initContainers, restartPolicy Always
+	Index   int  // its index in spec.initContainers (Sidecar) or spec.containers
 }
 
-// longRunning lists a pod's long-running containers in processing order: native
+// LongRunning lists a pod's long-running containers in processing order: native
 // sidecars, then regular containers, each in spec order (SPEC §6.2, §7.3).
 // Run-to-completion init containers and ephemeral containers are never listed.
-func longRunning(pod *corev1.Pod) []containerRef {
-	var refs []containerRef
-	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
-			refs = append(refs, containerRef{name: pod.Spec.InitContainers[i].Name, sidecar: true, index: i})
+//
+// It is the one definition of "the containers Ballast samples, records and sizes": the
+// calculator, the resize controller, the metrics fallback, the node agent's discovery and
+// kubectl ballast all list containers through it (docs/design-notes.md, issue 32).
+func LongRunning(spec *corev1.PodSpec) []ContainerRef {
+	var refs []ContainerRef
+	for i := range spec.InitContainers {
+		if IsSidecar(&spec.InitContainers[i]) {
+			refs = append(refs, ContainerRef{Name: spec.InitContainers[i].Name, Sidecar: true, Index: i})
 		}
 	}
-	for i := range pod.Spec.Containers {
-		refs = append(refs, containerRef{name: pod.Spec.Containers[i].Name, index: i})
+	for i := range spec.Containers {
+		refs = append(refs, ContainerRef{Name: spec.Containers[i].Name, Index: i})
 	}
 	return refs
 }
 
-// isSidecar reports whether an init container is a native sidecar (restartPolicy Always).
-func isSidecar(c *corev1.Container) bool {
+// IsSidecar reports whether an init container is a native sidecar (restartPolicy Always):
+// long-running, unlike a run-to-completion init container.
+func IsSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
-// container returns the container ref points at in pod, or nil when the pod does not
-// have it (wrong index or name).
-func (r containerRef) container(pod *corev1.Pod) *corev1.Container {
-	list := pod.Spec.Containers
-	if r.sidecar {
-		list = pod.Spec.InitContainers
+// Container returns the container r points at in spec, or nil when the spec does not have
+// it (wrong index or name).
+func (r ContainerRef) Container(spec *corev1.PodSpec) *corev1.Container {
+	list := spec.Containers
+	if r.Sidecar {
+		list = spec.InitContainers
 	}
-	if r.index < 0 || r.index >= len(list) || list[r.index].Name != r.name {
+	if r.Index < 0 || r.Index >= len(list) || list[r.Index].Name != r.Name {
 		return nil
 	}
-	return &list[r.index]
+	return &list[r.Index]
 }
 
-func (r containerRef) changes() ContainerChanges {
-	return ContainerChanges{Name: r.name, Sidecar: r.sidecar, Index: r.index}
+// Changes returns empty changes addressing the container r points at.
+func (r ContainerRef) Changes() ContainerChanges {
+	return ContainerChanges{Name: r.Name, Sidecar: r.Sidecar, Index: r.Index}
 }
 
-func refOf(c ContainerChanges) containerRef {
-	return containerRef{name: c.Name, sidecar: c.Sidecar, index: c.Index}
+func refOf(c ContainerChanges) ContainerRef {
+	return ContainerRef{Name: c.Name, Sidecar: c.Sidecar, Index: c.Index}
 }
 
 // quantity returns list[res] when present, else nil.
@@ -80,7 +86,7 @@ func limitOf(c *corev1.Container, res corev1.ResourceName) *resource.Quantity {
 func WithChanges(pod *corev1.Pod, changes []ContainerChanges) *corev1.Pod {
 	out := pod.DeepCopy()
 	for _, ch := range changes {
-		c := refOf(ch).container(out)
+		c := refOf(ch).Container(&out.Spec)
 		if c == nil {
 			continue
 		}
@@ -125,14 +131,14 @@ func defaultRequests(c *corev1.Container) {
 	}
 }
 
-// LongRunning returns empty changes addressing each of pod's long-running containers (native
-// sidecars, then regular containers, each in spec order; SPEC §6.2, §7.3), for callers
-// that build their own changes (the resize controller's fast raises, caps and reverts).
-func LongRunning(pod *corev1.Pod) []ContainerChanges {
-	refs := longRunning(pod)
+// LongRunningChanges returns empty changes addressing each of pod's long-running
+// containers (LongRunning's list and order), for callers that build their own changes (the
+// resize controller's fast raises, caps and reverts).
+func LongRunningChanges(pod *corev1.Pod) []ContainerChanges {
+	refs := LongRunning(&pod.Spec)
 	out := make([]ContainerChanges, len(refs))
 	for i, r := range refs {
-		out[i] = r.changes()
+		out[i] = r.Changes()
 	}
 	return out
 }
@@ -140,7 +146,7 @@ func LongRunning(pod *corev1.Pod) []ContainerChanges {
 // Container returns the container c addresses in pod (by Sidecar and Index, checked
 // against Name), nil when the pod does not have it.
 func (c ContainerChanges) Container(pod *corev1.Pod) *corev1.Container {
-	return refOf(c).container(pod)
+	return refOf(c).Container(&pod.Spec)
 }
 
 // Applied returns the resources of the container ch addresses in pod with ch written into

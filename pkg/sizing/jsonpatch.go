@@ -27,7 +27,7 @@ type Operation struct {
 func JSONPatch(pod *corev1.Pod, result Result, bookkeeping map[string]string) ([]Operation, error) {
 	var ops []Operation
 	for _, ch := range result.Changes {
-		c := refOf(ch).container(pod)
+		c := refOf(ch).Container(&pod.Spec)
 		if c == nil {
 			return nil, fmt.Errorf("rendering json patch: pod has no container %q at %s", ch.Name, containerPath(ch))
 		}

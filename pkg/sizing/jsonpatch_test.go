@@ -78,7 +78,7 @@ func applyJSONPatch(doc []byte, ops []Operation) ([]byte, error) {
 func expectedAfter(p *corev1.Pod, res Result, bookkeeping map[string]string) *corev1.Pod {
 	out := p.DeepCopy()
 	for _, ch := range res.Changes {
-		c := refOf(ch).container(out)
+		c := refOf(ch).Container(&out.Spec)
 		c.Resources.Requests = merged(c.Resources.Requests, ch.Requests)
 		c.Resources.Limits = merged(c.Resources.Limits, ch.Limits)
 	}

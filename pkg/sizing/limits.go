@@ -32,7 +32,7 @@ func violations(pod *corev1.Pod, changes []ContainerChanges, b Bounds) []violati
 	var out []violation
 	// Container-type LimitRange items, on the containers the changes touch.
 	for _, ch := range changes {
-		c := refOf(ch).container(after)
+		c := refOf(ch).Container(&after.Spec)
 		if c == nil {
 			continue
 		}
@@ -249,7 +249,7 @@ func aggregate(pod *corev1.Pod, field func(*corev1.Container) corev1.ResourceLis
 	sidecars, inits := corev1.ResourceList{}, corev1.ResourceList{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if isSidecar(c) {
+		if IsSidecar(c) {
 			addList(total, field(c))
 			addList(sidecars, field(c))
 			maxList(inits, sidecars)

@@ -157,7 +157,7 @@ func checkRequestsWithinLimits(t *testing.T, p *corev1.Pod) {
 func checkUntouched(t *testing.T, before, after *corev1.Pod) {
 	t.Helper()
 	for i, c := range before.Spec.InitContainers {
-		if !isSidecar(&c) {
+		if !IsSidecar(&c) {
 			if d := diff(c, after.Spec.InitContainers[i]); d != "" {
 				t.Fatalf("run-to-completion init container %s changed:\n%s", c.Name, d)
 			}
@@ -187,8 +187,8 @@ func TestAdmissionProperties(t *testing.T) {
 				t.Fatalf("changes %v with skip reason %q", res.Changes, res.SkipReason)
 			}
 			for _, ch := range res.Changes {
-				c := refOf(ch).container(s.pod)
-				if c == nil || (ch.Sidecar && !isSidecar(c)) {
+				c := refOf(ch).Container(&s.pod.Spec)
+				if c == nil || (ch.Sidecar && !IsSidecar(c)) {
 					t.Fatalf("change for a container that is not long-running: %+v", ch)
 				}
 				for res, v := range ch.Requests {

@@ -17,7 +17,7 @@ func ResizePatch(pod *corev1.Pod, changes []ContainerChanges) ([]byte, error) {
 		if ch.empty() {
 			continue
 		}
-		c := refOf(ch).container(pod)
+		c := refOf(ch).Container(&pod.Spec)
 		if c == nil {
 			return nil, fmt.Errorf("rendering resize patch: pod has no container %q at %s", ch.Name, containerPath(ch))
 		}

@@ -5,31 +5,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/series"
 )
 
-// ProfileSeries is one profile's history as read from the store, in the shape the
-// recommendation inputs take.
+// ProfileSeries is one profile's history as stored: its merged histograms by series, its
+// OOM events within the retention window and the per-node tallies of its series
+// (Reader.Nodes says which windows count). Shaping it into the recommendation inputs is
+// pkg/recommend/feed's job, not the store's.
 type ProfileSeries struct {
-	Containers []recommend.ContainerInput
-	Pod        map[string]recommend.Distribution
-	OOMs       []recommend.OOMEvent
-	// Fallback counts the retained container usage samples (cpu, memory, ephemeral-storage)
-	// and how many of them came through the fallback source.
-	Fallback FallbackShare
-	// Nodes attributes the container usage series to the nodes that wrote them
-	// (container → resource → one share per node; Reader.Nodes says which windows count).
-	Nodes map[string]map[string][]recommend.NodeShare
-}
-
-// FallbackShare is how much of a profile's retained container usage history came through
-// the fallback source (metrics.k8s.io) rather than node agents.
-type FallbackShare struct {
-	// Samples is every retained container usage sample; FallbackSamples the fallback's.
-	Samples, FallbackSamples int64
-	// Resolution is the coarsest resolution among the fallback samples (0 when none).
-	Resolution time.Duration
+	Series map[series.SeriesID]*series.Histogram
+	OOMs   []series.OOMEvent
+	Nodes  map[series.SeriesID][]series.NodeTally
 }
 
 // ProfileReader is the control plane's view of the store: a profile's merged series and
@@ -78,45 +64,16 @@ func (s *ProfileReader) read(ctx context.Context, hash string, now time.Time, re
 	if err != nil {
 		return ProfileSeries{}, err
 	}
-	byName := map[string]*recommend.ContainerInput{}
-	out := ProfileSeries{Pod: map[string]recommend.Distribution{}}
-	for id, h := range hs {
-		if id.Container == "" {
-			if id.Signal == series.SignalUsage {
-				out.Pod[id.Resource] = h
-			}
-			continue
-		}
-		ci := byName[id.Container]
-		if ci == nil {
-			ci = &recommend.ContainerInput{Name: id.Container, Series: map[string]recommend.Distribution{}}
-			byName[id.Container] = ci
-		}
-		switch {
-		case id.Signal == series.SignalPeak && id.Resource == series.ResourceMemory:
-			ci.MemoryPeak = h
-		case id.Signal == series.SignalUsage:
-			ci.Series[id.Resource] = h
-			out.Fallback.Samples += h.N
-			out.Fallback.FallbackSamples += h.FallbackN
-			out.Fallback.Resolution = max(out.Fallback.Resolution, time.Duration(h.FallbackResolutionSec)*time.Second)
-		}
-	}
-	for _, ci := range byName {
-		out.Containers = append(out.Containers, *ci)
-	}
-	out.Nodes = nodeShares(r.Nodes(hash))
+	out := ProfileSeries{Series: hs, Nodes: r.Nodes(hash)}
 	ooms, err := r.ReadOOM(ctx, hash, "")
 	if err != nil {
 		return ProfileSeries{}, err
 	}
 	cutoff := now.Add(-retention)
 	for _, o := range ooms {
-		if o.Event.At.Before(cutoff) {
-			continue
+		if !o.Event.At.Before(cutoff) {
+			out.OOMs = append(out.OOMs, o.Event)
 		}
-		out.OOMs = append(out.OOMs, recommend.OOMEvent{Container: o.Event.Container, Time: o.Event.At,
-			PeakBytes: o.Event.PeakBytes, LimitBytes: o.Event.LimitBytes})
 	}
 	return out, nil
 }
@@ -142,28 +99,4 @@ func (s *ProfileReader) Purge(ctx context.Context, hash string) error {
 		r.Forget(hash)
 	}
 	return nil
-}
-
-// nodeShares keeps the container usage series of a reader's node tallies.
-func nodeShares(tallies map[series.SeriesID][]series.NodeTally) map[string]map[string][]recommend.NodeShare {
-	var out map[string]map[string][]recommend.NodeShare
-	for id, ts := range tallies {
-		if id.Container == "" || id.Signal != series.SignalUsage {
-			continue
-		}
-		if out == nil {
-			out = map[string]map[string][]recommend.NodeShare{}
-		}
-		byRes := out[id.Container]
-		if byRes == nil {
-			byRes = map[string][]recommend.NodeShare{}
-			out[id.Container] = byRes
-		}
-		shares := make([]recommend.NodeShare, 0, len(ts))
-		for _, t := range ts {
-			shares = append(shares, recommend.NodeShare{Node: t.Node, Samples: t.N, Sum: t.Sum})
-		}
-		byRes[id.Resource] = shares
-	}
-	return out
 }

@@ -14,6 +14,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/recommend/feed"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
 	"github.com/ballastk8s/ballast/test/simagent"
@@ -78,8 +79,9 @@ func BenchmarkProfileCycle(b *testing.B) {
 						b.Error(err)
 						continue
 					}
+					in := feed.Of(s.Series, s.OOMs, s.Nodes)
 					recommend.Compute(recommend.Input{Now: now, Policy: compiled, Retention: retention,
-						SamplingInterval: 10 * time.Second, Containers: s.Containers, PodSeries: s.Pod, OOMs: s.OOMs})
+						SamplingInterval: 10 * time.Second, Containers: in.Containers, PodSeries: in.Pod, OOMs: in.OOMs})
 				}
 			}()
 		}

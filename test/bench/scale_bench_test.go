@@ -20,6 +20,7 @@ import (
 	profilesctl "github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/recommend/feed"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
 	"github.com/ballastk8s/ballast/test/simagent"
@@ -192,8 +193,9 @@ func scaleCycle(b *testing.B, adapter *store.ProfileReader, compiled *policy.Com
 					b.Error(err)
 					continue
 				}
+				in := feed.Of(s.Series, s.OOMs, s.Nodes)
 				out := recommend.Compute(recommend.Input{Now: now, Policy: compiled, Retention: ballastv1.DefaultRetentionWindow,
-					SamplingInterval: 10 * time.Second, Containers: s.Containers, PodSeries: s.Pod, OOMs: s.OOMs})
+					SamplingInterval: 10 * time.Second, Containers: in.Containers, PodSeries: in.Pod, OOMs: in.OOMs})
 				for _, sb := range books {
 					sb.observe(i, out, now)
 				}

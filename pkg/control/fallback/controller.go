@@ -29,6 +29,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/podcache"
 	"github.com/ballastk8s/ballast/pkg/series"
+	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
 // Store is the fallback's view of the store (store.ProfileReader).
@@ -359,17 +360,12 @@ func (c *Controller) listPods(ctx context.Context) ([]*corev1.Pod, error) {
 	return out, nil
 }
 
-// longRunning names the containers Ballast records (SPEC §6.2): regular containers and
-// restartable init containers (sidecars).
+// longRunning names the containers Ballast records (SPEC §6.2), as sizing.LongRunning lists
+// them: regular containers and restartable init containers (sidecars).
 func longRunning(p *corev1.Pod) map[string]bool {
 	out := map[string]bool{}
-	for _, ct := range p.Spec.Containers {
-		out[ct.Name] = true
-	}
-	for _, ct := range p.Spec.InitContainers {
-		if ct.RestartPolicy != nil && *ct.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out[ct.Name] = true
-		}
+	for _, r := range sizing.LongRunning(&p.Spec) {
+		out[r.Name] = true
 	}
 	return out
 }

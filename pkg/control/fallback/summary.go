@@ -2,15 +2,15 @@ package fallback
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	stats "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/ballastk8s/ballast/pkg/kubeletstats"
+	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
 // SummaryAPI reads a node's kubelet Summary (/stats/summary) through the API server's node
@@ -35,66 +35,63 @@ func (p proxySummary) Summary(ctx context.Context, node string) ([]byte, error) 
 }
 
 // summaryPoints decodes a Summary into one ephemeral-storage point per enrolled pod of
-// pods (by UID): per long-running container rootfs.usedBytes + logs.usedBytes (SPEC §4.1),
-// and the pod's disk-backed emptyDir volumes summed. A container without both values is
-// skipped, never guessed; a pod without any value yields no point. The point's time is
-// the newest stats time among its values.
+// pods (by UID), through the decoder the node agent uses (pkg/kubeletstats), so both read
+// the same values from the same document: per long-running container rootfs.usedBytes +
+// logs.usedBytes (SPEC §4.1), and the sum of the pod's disk-backed emptyDir volumes
+// (kubeletstats.DiskEmptyDirs) only when every one of them has a value. A reading the
+// decoder skips is skipped here, never guessed; a pod without any value yields no point.
+// The point's time is the newest stats time among its values.
 func summaryPoints(b []byte, pods map[string]enrolledPod) (map[string]point, error) {
-	var s stats.Summary
-	if err := json.Unmarshal(b, &s); err != nil {
+	s, err := kubeletstats.DecodeSummary(b)
+	if err != nil {
 		return nil, fmt.Errorf("decoding the kubelet Summary: %w", err)
 	}
+	want := make(map[string]kubeletstats.Pod, len(pods))
+	for uid, ep := range pods {
+		kp := kubeletstats.Pod{EmptyDirVolumes: kubeletstats.DiskEmptyDirs(&ep.pod.Spec)}
+		for _, r := range sizing.LongRunning(&ep.pod.Spec) {
+			kp.Containers = append(kp.Containers, r.Name)
+		}
+		if len(kp.Containers) == 0 {
+			continue // nothing Ballast records (an empty list would read every container)
+		}
+		want[uid] = kp
+	}
+	r := kubeletstats.Extract(s, want)
 	out := map[string]point{}
-	for _, ps := range s.Pods {
-		ep, ok := pods[ps.PodRef.UID]
-		if !ok {
+	pointOf := func(uid string) point {
+		if p, ok := out[uid]; ok {
+			return p
+		}
+		return point{Ephemeral: true, Containers: map[string]usage{}}
+	}
+	for _, c := range r.Containers {
+		if !c.HasEphemeralStorage || c.EphemeralStorageBytes > math.MaxInt64 {
 			continue
 		}
-		p := point{Ephemeral: true, Containers: map[string]usage{}}
-		longRunning := longRunning(ep.pod)
-		for _, c := range ps.Containers {
-			if !longRunning[c.Name] || c.Rootfs == nil || c.Rootfs.UsedBytes == nil || c.Logs == nil || c.Logs.UsedBytes == nil {
-				continue
-			}
-			sum := *c.Rootfs.UsedBytes + *c.Logs.UsedBytes
-			if sum < *c.Rootfs.UsedBytes || sum > math.MaxInt64 {
-				continue // overflow
-			}
-			p.Containers[c.Name] = usage{DiskBytes: int64(sum)}
-			p.At = later(p.At, c.Rootfs.Time.Time, c.Logs.Time.Time)
+		p := pointOf(c.PodUID)
+		p.Containers[c.Container] = usage{DiskBytes: int64(c.EphemeralStorageBytes)}
+		p.At = later(p.At, c.EphemeralStorageTime)
+		out[c.PodUID] = p
+	}
+	for _, pr := range r.Pods {
+		if pr.EmptyDirBytes > math.MaxInt64 {
+			continue
 		}
-		disk := diskEmptyDirs(ep.pod)
-		var total uint64
-		for _, v := range ps.VolumeStats {
-			if disk[v.Name] && v.UsedBytes != nil && total+*v.UsedBytes >= total {
-				total += *v.UsedBytes
-				p.HasPodDisk = true
-				p.At = later(p.At, v.Time.Time)
-			}
-		}
-		if p.HasPodDisk && total <= math.MaxInt64 {
-			p.PodDiskBytes = int64(total)
-		} else {
-			p.HasPodDisk = false
-		}
-		if p.At.IsZero() || (len(p.Containers) == 0 && !p.HasPodDisk) {
+		p := pointOf(pr.PodUID)
+		p.HasPodDisk, p.PodDiskBytes = true, int64(pr.EmptyDirBytes)
+		p.At = later(p.At, pr.Time)
+		out[pr.PodUID] = p
+	}
+	for uid, p := range out {
+		if p.At.IsZero() {
+			delete(out, uid)
 			continue
 		}
 		p.At = p.At.UTC()
-		out[ps.PodRef.UID] = p
+		out[uid] = p
 	}
 	return out, nil
-}
-
-// diskEmptyDirs names the pod's emptyDir volumes that are not memory-backed.
-func diskEmptyDirs(p *corev1.Pod) map[string]bool {
-	out := map[string]bool{}
-	for _, v := range p.Spec.Volumes {
-		if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory && v.EmptyDir.Medium != corev1.StorageMediumHugePages {
-			out[v.Name] = true
-		}
-	}
-	return out
 }
 
 func later(ts ...time.Time) time.Time {

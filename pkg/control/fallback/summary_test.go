@@ -1,8 +1,13 @@
 package fallback
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -83,4 +88,51 @@ func FuzzSummaryPoints(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSummaryPointsShareTheAgentsDecisions: the fixture pkg/kubeletstats pins in
+// media.golden.json, read by the fallback. The fallback writes what the agent writes: the
+// pod-level series of "media" is the default-medium emptyDir alone (no Memory, HugePages or
+// HugePages-2Mi volume in it), and "partial", one of whose emptyDirs has no usedBytes yet,
+// has no pod-level value at all rather than a partial sum; the containers' rootfs + logs
+// are unchanged.
+func TestSummaryPointsShareTheAgentsDecisions(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "..", "kubeletstats", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var list corev1.PodList
+	if err := json.Unmarshal(read("media-pods.json"), &list); err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]enrolledPod{}
+	for i := range list.Items {
+		pods[string(list.Items[i].UID)] = enrolledPod{pod: &list.Items[i]}
+	}
+	pts, err := summaryPoints(read("media-summary.json"), pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		Containers map[string]usage
+		HasPodDisk bool
+		PodDisk    int64
+		At         string
+	}
+	want := map[string]got{
+		"7f1e2d3c-4b5a-4968-8776-655443322110": {Containers: map[string]usage{"app": {DiskBytes: 40960 + 8192}},
+			HasPodDisk: true, PodDisk: 1 << 20, At: "2026-03-01T11:59:56Z"},
+		"1a2b3c4d-5e6f-4a7b-8c9d-aabbccddeeff": {Containers: map[string]usage{"app": {DiskBytes: 4096}},
+			At: "2026-03-01T11:59:55Z"},
+	}
+	out := map[string]got{}
+	for uid, p := range pts {
+		out[uid] = got{Containers: p.Containers, HasPodDisk: p.HasPodDisk, PodDisk: p.PodDiskBytes, At: p.At.Format(time.RFC3339)}
+	}
+	if d := cmp.Diff(want, out); d != "" {
+		t.Errorf("points (-want +got)\n%s", d)
+	}
 }

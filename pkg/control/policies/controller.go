@@ -9,7 +9,6 @@ package policies
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -117,7 +116,16 @@ func (c *Controller) Reconcile(ctx context.Context, obj client.Object) (reconcil
 		c.setInvalid(key, "")
 		c.problems.changed(key, problemInvalid, "")
 	}
-	c.checkTimeSpan(log, obj, spec, cond.Status == metav1.ConditionTrue)
+	var compiled *policy.Compiled
+	if cond.Status == metav1.ConditionTrue {
+		// The compiled policy carries the readiness values as every reader sees them: the
+		// defaults for blank fields, raised to the floors.
+		if compiled, err = policy.Compile(c.kind, key.Namespace, key.Name, obj.GetGeneration(), *spec,
+			c.state.Get().PolicyFloors()); err != nil {
+			log.Error(err, "compiling a valid policy; not checking its minTimeSpan")
+		}
+	}
+	c.checkTimeSpan(log, obj, compiled)
 	if cond.Status == metav1.ConditionTrue {
 		t, err := c.findTakeOver(ctx, key)
 		if err != nil {
@@ -158,20 +166,23 @@ func (c *Controller) knownSources(ctx context.Context) (map[string]bool, error) 
 }
 
 // checkTimeSpan warns once per change when a valid policy's minTimeSpan is longer than the
-// retention window (SPEC §3.3: valid, but never ready).
-func (c *Controller) checkTimeSpan(log logr.Logger, obj client.Object, spec *ballastv1.ResourcePolicySpec, valid bool) {
-	detail := ""
+// retention window (SPEC §3.3: valid, but never ready). It reads the compiled policy (nil
+// for an invalid one), never the written spec: a blank minTimeSpan is the 24h default and a
+// ResourcePolicy's is raised to the cluster's floor, and either can exceed the retention.
+func (c *Controller) checkTimeSpan(log logr.Logger, obj client.Object, compiled *policy.Compiled) {
+	detail, span := "", ""
 	retention := ballastv1.DefaultRetentionWindow
 	if snap := c.state.Get(); snap.Config != nil {
 		retention, _ = ballastv1.RetentionWindow(*snap.Config)
 	}
-	if d, err := time.ParseDuration(spec.Readiness.MinTimeSpan); valid && err == nil && d > retention {
-		detail = spec.Readiness.MinTimeSpan + " > " + retention.String()
+	if compiled != nil && compiled.Readiness.MinTimeSpan > retention {
+		span = compiled.Spec.Readiness.MinTimeSpan // as defaulted ("24h"), not as parsed ("24h0m0s")
+		detail = span + " > " + retention.String()
 	}
 	if c.problems.changed(client.ObjectKeyFromObject(obj), problemNeverReady, detail) {
 		logging.Warn(log, "readiness.minTimeSpan is longer than the retention window: profiles under this policy can never become ready",
-			"minTimeSpan", spec.Readiness.MinTimeSpan, "retentionWindow", retention.String())
-		c.events.Publish(neverReadyEvent(obj, spec.Readiness.MinTimeSpan, retention.String()))
+			"minTimeSpan", span, "retentionWindow", retention.String())
+		c.events.Publish(neverReadyEvent(obj, span, retention.String()))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -201,6 +202,97 @@ func TestMinTimeSpanBeyondRetentionWarns(t *testing.T) {
 	f.reconcile(t, "slow")
 	if got := lines(t, f.logs, "minTimeSpan is longer"); len(got) != 1 || got[0]["level"] != "warn" {
 		t.Errorf("lines = %v, want one warn", got)
+	}
+}
+
+// configured returns a state holding a BallastConfig with spec, as the config controller
+// publishes it.
+func configured(t *testing.T, spec ballastv1.BallastConfigSpec) *config.State {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := ballastv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(&ballastv1.BallastConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: ballastv1.BallastConfigName}, Spec: spec}).Build()
+	state := config.NewState(nil)
+	if err := config.New(clocktesting.NewFakeClock(time.Unix(1e9, 0)), c, state, nil, "ballast-system",
+		logging.New("error", "json", &bytes.Buffer{})).Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+// TestNeverReadyReadsTheCompiledPolicy: the "never ready" warning compares the retention
+// window with the minTimeSpan every reader uses (policy.Compile: the 24h default for a blank
+// value, a ResourcePolicy's raised to the cluster's floor), not with the written string, so
+// a blank minTimeSpan under a 12h retention warns too.
+func TestNeverReadyReadsTheCompiledPolicy(t *testing.T) {
+	cases := map[string]struct {
+		retention   string // BallastConfig spec.retentionWindow; "" is the 168h default
+		minTimeSpan string
+		namespaced  bool
+		floor       string // spec.policyFloors.minTimeSpan
+		want        string // the event's "<minTimeSpan> is longer than … <retention>"; "" for none
+	}{
+		"a blank minTimeSpan under a 12h retention is the 24h default": {retention: "12h",
+			want: "readiness.minTimeSpan 24h is longer than the retention window 12h0m0s"},
+		"a blank minTimeSpan under the default retention": {},
+		"a written minTimeSpan within the retention":      {retention: "12h", minTimeSpan: "6h"},
+		"a written minTimeSpan beyond the default retention": {minTimeSpan: "400h",
+			want: "readiness.minTimeSpan 400h is longer than the retention window 168h0m0s"},
+		"a ResourcePolicy's blank minTimeSpan raised to the floor": {retention: "26h", namespaced: true, floor: "30h",
+			want: "readiness.minTimeSpan 30h is longer than the retention window 26h0m0s"},
+		"a ResourcePolicy's blank minTimeSpan under the floor's retention": {retention: "26h", namespaced: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := ballastv1.ResourcePolicySpec{Metrics: cpu("km"), Readiness: ballastv1.Readiness{MinTimeSpan: tc.minTimeSpan}}
+			f := newFixture(t, metricsSource("km"))
+			state := configured(t, ballastv1.BallastConfigSpec{IdentityLabels: []string{"app"}, RetentionWindow: tc.retention,
+				PolicyFloors: ballastv1.PolicyFloors{MinTimeSpan: tc.floor}})
+			clk := clocktesting.NewFakeClock(time.Unix(1e9, 0))
+			log := logging.New("info", "json", f.logs)
+			var ctrl *Controller
+			var obj client.Object
+			if tc.namespaced {
+				ctrl = NewNamespaced(clk, f.c, state, f.m, events.New(f.events), log)
+				obj = &ballastv1.ResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "team", Generation: 1}, Spec: spec}
+			} else {
+				ctrl = NewCluster(clk, f.c, state, f.m, events.New(f.events), log)
+				obj = crp("p", spec)
+			}
+			if err := f.c.Create(context.Background(), obj); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // reported once per change
+				if _, err := ctrl.Reconcile(context.Background(), obj); err != nil {
+					t.Fatal(err)
+				}
+			}
+			warned := lines(t, f.logs, "minTimeSpan is longer")
+			var got []string
+			for len(f.events.Events) > 0 {
+				if e := <-f.events.Events; strings.Contains(e, ReasonNeverReady) {
+					got = append(got, e)
+				}
+			}
+			if tc.want == "" {
+				if len(warned) != 0 || len(got) != 0 {
+					t.Errorf("warned %v, events %v; want neither", warned, got)
+				}
+				return
+			}
+			if len(warned) != 1 || warned[0]["level"] != "warn" {
+				t.Errorf("lines = %v, want one warn", warned)
+			}
+			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+				t.Errorf("events = %v, want one with %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -8,31 +8,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
+	"github.com/ballastk8s/ballast/pkg/recommend/feed"
 )
-
-// loadPolicy reads the policy named by ref from the cache; nil when it no longer exists.
-func (c *Controller) loadPolicy(ctx context.Context, ref *ballastv1.PolicyRef) (*ballastv1.ResourcePolicySpec, error) {
-	key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
-	if ref.Kind == ballastv1.KindResourcePolicy {
-		p := &ballastv1.ResourcePolicy{}
-		if err := c.client.Get(ctx, key, p); err != nil {
-			return nil, client.IgnoreNotFound(err)
-		}
-		return &p.Spec, nil
-	}
-	p := &ballastv1.ClusterResourcePolicy{}
-	if err := c.client.Get(ctx, key, p); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	return &p.Spec, nil
-}
 
 // samplingInterval is §4.1's cadence from the policy's sources.
 func (c *Controller) samplingInterval(ctx context.Context, spec *ballastv1.ResourcePolicySpec) time.Duration {
@@ -55,16 +38,10 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	if ref == nil {
 		return 0, nil
 	}
-	spec, err := c.loadPolicy(ctx, ref)
-	if err != nil || spec == nil {
-		return 0, err
-	}
 	policyName := ballastv1.PolicyRefValue(ref.Namespace, ref.Name)
-	kind, namespace := ballastv1.KindClusterResourcePolicy, "" // as loadPolicy reads it
-	if ref.Kind == ballastv1.KindResourcePolicy {
-		kind, namespace = ref.Kind, ref.Namespace
-	}
-	compiled, err := policy.Compile(kind, namespace, ref.Name, 0, *spec, c.resolver.Floors())
+	// Through the resolver's memo (read from the cache, compiled once per generation and
+	// floors), as admission, enrollment and resize load it.
+	compiled, err := c.resolver.Policy(ctx, *ref)
 	if err != nil {
 		var verr *policy.ValidationError
 		if errors.As(err, &verr) {
@@ -74,7 +51,10 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 		}
 		return 0, err
 	}
-	interval := c.samplingInterval(ctx, spec)
+	if compiled == nil {
+		return 0, nil // the policy is gone
+	}
+	interval := c.samplingInterval(ctx, &compiled.Spec)
 	if next.MeasurementHash == "" {
 		return interval, nil
 	}
@@ -82,10 +62,11 @@ func (c *Controller) compute(ctx context.Context, wp *ballastv1.WorkloadProfile,
 	if snap.Config != nil {
 		retention, _ = ballastv1.RetentionWindow(*snap.Config)
 	}
-	series, err := c.store.Read(ctx, next.MeasurementHash, now, retention)
+	stored, err := c.store.Read(ctx, next.MeasurementHash, now, retention)
 	if err != nil {
 		return c.retry, fmt.Errorf("reading store for %s: %w", wp.Name, err)
 	}
+	series := feed.Of(stored.Series, stored.OOMs, stored.Nodes) // the store's data, shaped for recommend
 	res := recommend.Compute(recommend.Input{
 		Now: now, Policy: compiled, SamplingInterval: c.collectionInterval(wp.Name, interval, series.Fallback), Retention: retention, Generation: wp.Generation,
 		Containers: series.Containers, PodSeries: series.Pod, OOMs: series.OOMs, Previous: wp.Status.Containers,

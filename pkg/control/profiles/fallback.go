@@ -9,7 +9,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/fallback"
-	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/pkg/recommend/feed"
 )
 
 // SetFallback gives the controller the fallback source's view of agent coverage; without
@@ -21,7 +21,7 @@ func (c *Controller) SetFallback(v fallback.View) { c.fallback = v }
 // measured through metrics.k8s.io, that API's resolution and the fallback's polling
 // interval if longer, so a fallback-fed profile is not reported as missing samples between
 // two readings. The readiness gates (samples, span, CV) are unchanged.
-func (c *Controller) collectionInterval(name string, interval time.Duration, share store.FallbackShare) time.Duration {
+func (c *Controller) collectionInterval(name string, interval time.Duration, share feed.FallbackShare) time.Duration {
 	if c.fallback == nil || c.fallback.Coverage(name).UncoveredPods == 0 {
 		return interval
 	}
@@ -31,7 +31,7 @@ func (c *Controller) collectionInterval(name string, interval time.Duration, sha
 // applyFallback writes status.fallback and the AgentCoverage condition: which share of the
 // retained samples came through metrics.k8s.io and at what resolution, and, while some
 // bound pods run on nodes without a live agent, whether anything measures them.
-func (c *Controller) applyFallback(name string, next *ballastv1.WorkloadProfileStatus, share store.FallbackShare, gen int64, now time.Time) {
+func (c *Controller) applyFallback(name string, next *ballastv1.WorkloadProfileStatus, share feed.FallbackShare, gen int64, now time.Time) {
 	var cov fallback.ProfileCoverage
 	if c.fallback != nil {
 		cov = c.fallback.Coverage(name)

@@ -9,7 +9,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/fallback"
-	"github.com/ballastk8s/ballast/pkg/store"
+	"github.com/ballastk8s/ballast/pkg/recommend/feed"
 )
 
 type fakeView struct{ cov fallback.ProfileCoverage } // FAKE: the fallback controller's view
@@ -19,10 +19,10 @@ func (v fakeView) Interval() time.Duration                  { return 30 * time.S
 
 func TestApplyFallback(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	share := store.FallbackShare{Samples: 300, FallbackSamples: 100, Resolution: time.Minute}
+	share := feed.FallbackShare{Samples: 300, FallbackSamples: 100, Resolution: time.Minute}
 	cases := map[string]struct {
 		cov         fallback.ProfileCoverage
-		share       store.FallbackShare
+		share       feed.FallbackShare
 		wantStatus  bool
 		wantReason  string
 		wantMessage string

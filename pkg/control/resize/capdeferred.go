@@ -41,7 +41,7 @@ func (c *Controller) capDeferred(ctx context.Context, pod *corev1.Pod, why strin
 		capped = resizeplan.SpecTargets(base)
 		result, msg = "reverted", fmt.Sprintf("Deferred growth on node %s reverted to the allocated values (%s)", v.node.Name, why)
 	}
-	changes := resizeplan.WithTargets(sizing.LongRunning(pod), capped)
+	changes := resizeplan.WithTargets(sizing.LongRunningChanges(pod), capped)
 	again, err := c.send(ctx, proposal{pod: pod, changes: changes, why: "cap"}, changes, nil)
 	if again || err != nil { // a 409: the pod changed; the next pass decides again
 		return reconcile.Result{Requeue: again}, err
@@ -68,7 +68,7 @@ func (c *Controller) revertInfeasible(ctx context.Context, pod *corev1.Pod, why 
 	if resizeplan.Unchanged(pod, back) {
 		return false, nil
 	}
-	body, err := resizeBody(pod, resizeplan.WithTargets(sizing.LongRunning(pod), back))
+	body, err := resizeBody(pod, resizeplan.WithTargets(sizing.LongRunningChanges(pod), back))
 	if err != nil {
 		return false, err
 	}

@@ -24,7 +24,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -324,31 +323,21 @@ func (p *ProfilePass) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfi
 }
 
 // loadPolicy returns the profile's compiled policy, or the profile-level skip reason
-// (no_policy, invalid_policy).
+// (no_policy, invalid_policy), through the resolver's one by-reference load (its memo and
+// the floors admission and enrollment use).
 func (c *Controller) loadPolicy(ctx context.Context, ref *ballastv1.PolicyRef) (*policy.Compiled, string, error) {
 	if ref == nil {
 		return nil, ReasonNoPolicy, nil
 	}
-	var obj client.Object
-	var compile func() (*policy.Compiled, error)
-	key := client.ObjectKey{Name: ref.Name}
-	// Through the resolver's memo, with the same floors admission and enrollment use.
-	if ref.Kind == ballastv1.KindResourcePolicy {
-		p := &ballastv1.ResourcePolicy{}
-		key.Namespace, obj, compile = ref.Namespace, p, func() (*policy.Compiled, error) { return c.resolver.CompileNamespaced(p) }
-	} else {
-		p := &ballastv1.ClusterResourcePolicy{}
-		obj, compile = p, func() (*policy.Compiled, error) { return c.resolver.CompileCluster(p) }
-	}
-	if err := c.client.Get(ctx, key, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, ReasonNoPolicy, nil
-		}
-		return nil, "", err
-	}
-	compiled, err := compile()
-	if err != nil {
+	compiled, err := c.resolver.Policy(ctx, *ref)
+	var invalid *policy.ValidationError
+	switch {
+	case errors.As(err, &invalid):
 		return nil, ReasonInvalidPolicy, nil
+	case err != nil:
+		return nil, "", err
+	case compiled == nil:
+		return nil, ReasonNoPolicy, nil
 	}
 	return compiled, "", nil
 }

@@ -211,7 +211,7 @@ func (c *Controller) raise(ctx context.Context, wp *ballastv1.WorkloadProfile, p
 
 func containerNames(pod *corev1.Pod) []string {
 	var out []string
-	for _, c := range sizing.LongRunning(pod) {
+	for _, c := range sizing.LongRunningChanges(pod) {
 		out = append(out, c.Name)
 	}
 	return out

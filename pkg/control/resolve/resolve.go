@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -126,6 +127,31 @@ func (r *Resolver) CompileCluster(p *ballastv1.ClusterResourcePolicy) (*policy.C
 // CompileNamespaced compiles a ResourcePolicy through the memo, against the current floors.
 func (r *Resolver) CompileNamespaced(p *ballastv1.ResourcePolicy) (*policy.Compiled, error) {
 	return r.Compile(p, r.floors(), func(f policy.Floors) (*policy.Compiled, error) { return policy.CompileNamespaced(p, f) })
+}
+
+// Policy returns the compiled policy ref names (a WorkloadProfile's status.policyRef), read
+// from the cache and compiled through the memo with the floors admission and enrollment
+// use: the one way a controller loads a policy by reference. It returns (nil, nil) when the
+// policy no longer exists, and the validation failure of an invalid policy as a
+// *policy.ValidationError (errors.As); any other error is a failed cache read.
+func (r *Resolver) Policy(ctx context.Context, ref ballastv1.PolicyRef) (*policy.Compiled, error) {
+	key := client.ObjectKey{Name: ref.Name}
+	var obj client.Object
+	var compile func() (*policy.Compiled, error)
+	if ref.Kind == ballastv1.KindResourcePolicy {
+		p := &ballastv1.ResourcePolicy{}
+		key.Namespace, obj, compile = ref.Namespace, p, func() (*policy.Compiled, error) { return r.CompileNamespaced(p) }
+	} else {
+		p := &ballastv1.ClusterResourcePolicy{}
+		obj, compile = p, func() (*policy.Compiled, error) { return r.CompileCluster(p) }
+	}
+	if err := r.reader.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ballastv1.PolicyRefValue(key.Namespace, key.Name), err)
+	}
+	return compile()
 }
 
 // prune drops memo entries of namespace ("" = cluster policies) whose policy is gone.

@@ -156,3 +156,61 @@ func TestBoundedAdmission(t *testing.T) {
 		t.Errorf("ballast_apply_bounded_total{limit_range,cpu} = %v", n)
 	}
 }
+
+// TestDryRunRenderFailure: in dry run a would-be patch that fails to render is logged as an
+// error (not as a blank "would size" patch), the admission still counts as dry_run in both
+// ballast_webhook_mutations_total and ballast_apply_skipped_total, and the pod gets its
+// bookkeeping annotations and no sizing.
+func TestDryRunRenderFailure(t *testing.T) {
+	cases := map[string]struct {
+		fail    bool
+		wantLog string
+		noLog   string
+	}{
+		"the would-be patch renders": {wantLog: "dry run: would size pod at admission", noLog: `"level":"error"`},
+		"the would-be patch fails to render": {fail: true,
+			wantLog: "dry run: rendering the would-be patch", noLog: "would size pod"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, ballastConfig(), defaultPolicy())
+			profile := f.sufficient(t)
+			f.h.dryRun = true
+			if tc.fail {
+				// Only the sizing-only render (no bookkeeping) fails: the dry run's.
+				f.h.render = func(pod *corev1.Pod, r sizing.Result, bk map[string]string) ([]sizing.Operation, error) {
+					if bk == nil {
+						return nil, errInjected
+					}
+					return sizing.JSONPatch(pod, r, bk)
+				}
+			}
+			resp := f.h.Handle(context.Background(), request(t, ballastv1.ModeApply))
+			if !resp.Allowed {
+				t.Fatalf("denied: %v", resp.Result)
+			}
+			ps := patches(resp)
+			if _, ok := ps["/metadata/annotations"]; !ok {
+				t.Errorf("bookkeeping not patched: %v", ps)
+			}
+			for path := range ps {
+				if strings.Contains(path, "/resources") {
+					t.Errorf("a dry run sized the pod: %v", ps)
+				}
+			}
+			if f.mutations(ResultDryRun) != 1 {
+				t.Errorf("result %q not counted", ResultDryRun)
+			}
+			if n := testutilCount(f.m.ApplySkipped.WithLabelValues("dry_run", "default", "team", profile)); n != 1 {
+				t.Errorf("ballast_apply_skipped_total{dry_run} = %v, want 1", n)
+			}
+			logs := f.logs.String()
+			if !strings.Contains(logs, tc.wantLog) || strings.Contains(logs, tc.noLog) {
+				t.Errorf("logs lack %q or hold %q:\n%s", tc.wantLog, tc.noLog, logs)
+			}
+			if tc.fail && (!strings.Contains(logs, errInjected.Error()) || !strings.Contains(logs, `"dry_run":true`)) {
+				t.Errorf("the error log lacks the cause or dry_run: true:\n%s", logs)
+			}
+		})
+	}
+}

@@ -181,10 +181,16 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	}
 	// 9. Dry run: log the would-be patch; bookkeeping is never dry-run.
 	if h.dryRun {
-		ops, _ := h.render(pod, result, nil)
-		would, _ := json.Marshal(ops)
-		log.Info("dry run: would size pod at admission", "dry_run", true, "action", "apply", "patch", string(would))
+		// The admission is a dry run whether or not the would-be patch renders: counted as
+		// dry_run either way, and a failure to render it is logged instead of a blank patch.
 		h.metrics.ApplySkipped.WithLabelValues("dry_run", policyName, nsLabel, b.ProfileName).Inc()
+		would, err := h.wouldBe(pod, result)
+		if err != nil {
+			log.Error(err, "dry run: rendering the would-be patch; admitting with bookkeeping only",
+				"dry_run", true, "action", "apply")
+			return stampOnly(ResultDryRun)
+		}
+		log.Info("dry run: would size pod at admission", "dry_run", true, "action", "apply", "patch", would)
 		return stampOnly(ResultDryRun)
 	}
 	// 10. Mutate.
@@ -216,6 +222,19 @@ func (h *Handler) patch(pod *corev1.Pod, result sizing.Result, bookkeeping map[s
 		out[i] = jsonpatch.JsonPatchOperation{Operation: o.Op, Path: o.Path, Value: o.Value}
 	}
 	return admission.Patched("", out...)
+}
+
+// wouldBe renders the sizing patch a dry run logs, without the bookkeeping.
+func (h *Handler) wouldBe(pod *corev1.Pod, result sizing.Result) (string, error) {
+	ops, err := h.render(pod, result, nil)
+	if err != nil {
+		return "", fmt.Errorf("rendering patch: %w", err)
+	}
+	would, err := json.Marshal(ops)
+	if err != nil {
+		return "", fmt.Errorf("encoding patch: %w", err)
+	}
+	return string(would), nil
 }
 
 func (h *Handler) count(result, namespace string) {

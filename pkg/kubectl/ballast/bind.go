@@ -15,6 +15,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/identity"
 	"github.com/ballastk8s/ballast/pkg/policy"
+	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
 // defaultIdentityLabels are the chart's identity labels, used by enroll when neither
@@ -161,14 +162,13 @@ func enrolled(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil && ballastv1.ValidMode(pod.Labels[ballastv1.ModeLabel])
 }
 
-// longRunning returns the long-running containers of pod: native sidecars then regular
-// containers (SPEC §6.2).
+// longRunning returns the long-running containers of pod as sizing.LongRunning lists them:
+// native sidecars then regular containers (SPEC §6.2).
 func longRunning(spec *corev1.PodSpec) []corev1.Container {
-	var out []corev1.Container
-	for _, c := range spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out = append(out, c)
-		}
+	refs := sizing.LongRunning(spec)
+	out := make([]corev1.Container, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, *r.Container(spec))
 	}
-	return append(out, spec.Containers...)
+	return out
 }

@@ -305,7 +305,7 @@ func TestDebugEndpointUsesTLSBeyondLoopback(t *testing.T) {
 	}
 	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed
 	code, body, err := get(tlsClient, "https")
-	if err != nil || code != http.StatusOK || !strings.Contains(body, "ballast-node on node-1") {
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "Node:          node-1") {
 		t.Errorf("https: %d %q %v", code, body, err)
 	}
 	// The agent's own Go profiles sit behind the same protection.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
+	"github.com/ballastk8s/ballast/pkg/kubeletstats"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 	"github.com/ballastk8s/ballast/pkg/series"
 )
 
 // summarySource is the kubelet Summary source (a *kubelet.Client; tests plug in others).
-type summarySource = source.Source[map[string]kubelet.Pod, kubelet.Readings]
+type summarySource = source.Source[map[string]kubeletstats.Pod, kubeletstats.Readings]
 
 // runSummary is the kubelet source's loop. The Summary is read at the pods' cadence (SPEC
 // §4.1: each pod's sampling interval), never more often than --kubelet-min-interval, the
@@ -77,13 +77,13 @@ func sampleTime(kubeletAt, now time.Time) time.Time {
 
 // summaryTargets lists what to read for every pod with a running container, and the read
 // period those pods need.
-func (a *Agent) summaryTargets() (map[string]kubelet.Pod, time.Duration) {
+func (a *Agent) summaryTargets() (map[string]kubeletstats.Pod, time.Duration) {
 	a.st.mu.Lock()
 	defer a.st.mu.Unlock()
-	want := make(map[string]kubelet.Pod, len(a.st.pods))
+	want := make(map[string]kubeletstats.Pod, len(a.st.pods))
 	intervals := make([]time.Duration, 0, len(a.st.pods))
 	for uid, ps := range a.st.pods {
-		kp := kubelet.Pod{EmptyDirVolumes: ps.pod.EmptyDirVolumes}
+		kp := kubeletstats.Pod{EmptyDirVolumes: ps.pod.EmptyDirVolumes}
 		for _, c := range ps.pod.Containers {
 			if c.ID != "" {
 				kp.Containers = append(kp.Containers, c.Name)
@@ -98,7 +98,7 @@ func (a *Agent) summaryTargets() (map[string]kubelet.Pod, time.Duration) {
 }
 
 // summaryOnce reads the Summary once and records what is due.
-func (a *Agent) summaryOnce(ctx context.Context, now time.Time, want map[string]kubelet.Pod) {
+func (a *Agent) summaryOnce(ctx context.Context, now time.Time, want map[string]kubeletstats.Pod) {
 	cctx, cancel := context.WithTimeout(ctx, max(a.o.KubeletMinInterval, 10*time.Second))
 	col, errs, err := source.Collect(cctx, a.units, a.kube, now, want)
 	cancel()

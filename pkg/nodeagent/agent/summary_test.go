@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ballastk8s/ballast/pkg/kubeletstats"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
@@ -23,9 +24,9 @@ type fakeSummary struct {
 
 func (f *fakeSummary) Name() string { return kubelet.SourceName }
 
-func (f *fakeSummary) Collect(_ context.Context, now time.Time, pods map[string]kubelet.Pod) (kubelet.Readings, []source.Error, error) {
+func (f *fakeSummary) Collect(_ context.Context, now time.Time, pods map[string]kubeletstats.Pod) (kubeletstats.Readings, []source.Error, error) {
 	f.reads++
-	var r kubelet.Readings
+	var r kubeletstats.Readings
 	for uid, p := range pods {
 		at := now.Truncate(time.Second)
 		if d := f.refresh[uid]; d > 0 {
@@ -33,7 +34,7 @@ func (f *fakeSummary) Collect(_ context.Context, now time.Time, pods map[string]
 		}
 		n := uint64(at.Sub(f.t0)/time.Second) + 1
 		for _, c := range p.Containers {
-			r.Containers = append(r.Containers, kubelet.ContainerReading{PodUID: uid, Container: c,
+			r.Containers = append(r.Containers, kubeletstats.ContainerReading{PodUID: uid, Container: c,
 				HasEphemeralStorage: true, EphemeralStorageBytes: n, EphemeralStorageTime: at})
 		}
 	}

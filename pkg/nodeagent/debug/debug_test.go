@@ -5,13 +5,18 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -80,24 +85,74 @@ func TestHandlerNegotiatesFormat(t *testing.T) {
 	}
 }
 
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// TestTextView: the one text rendering (the agent's ?format=text and kubectl ballast node)
+// of a report holding one of everything, compared with testdata/report.golden (-update
+// rewrites it), plus the facts a reader must find in it, so a golden rewritten by mistake
+// still fails on a lost fact.
 func TestTextView(t *testing.T) {
-	var b strings.Builder
-	if err := WriteText(&b, sampleReport()); err != nil {
-		t.Fatal(err)
+	cases := map[string]struct {
+		agent string
+		want  []string
+		not   []string
+	}{
+		"from the agent's endpoint": {not: []string{"Agent:"}},
+		"from kubectl, naming the agent pod": {agent: "ballast-system/ballast-node-x7k2p",
+			want: []string{"Agent:         ballast-system/ballast-node-x7k2p"}},
 	}
-	out := b.String()
-	for _, want := range []string{
-		"ballast-node on node-1",
-		"DISCONNECTED", "consecutive failures 3", "last error 2s ago: dial tcp: connection refused",
-		"filed 12/20000", "buffer_full=4",
-		"shop/web-1", "interval=10s", "(not stamped)", "/sys/fs/cgroup/kubepods/x",
-		"cpu/usage", "230m", "176.00Mi", "(max of samples)",
-		"error kubelet  x2", "oom kills pod=1", "memory pressure 12.5% stalled over 10s via psi, 3s ago",
-		"profile 0123456789abcdef app/memory/usage  recorded 7", "min=1.00Mi", "max=3.00Gi",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text view lacks %q:\n%s", want, out)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			if err := WriteText(&b, sampleReport(), tc.agent); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			for _, want := range append([]string{
+				"Node:          node-1",
+				"DISCONNECTED", "3 consecutive failures", "last error 2s ago", "dial tcp: connection refused",
+				"filed 12/20000", "buffer_full=4",
+				"shop/web-1", "10s", "Burstable", "/sys/fs/cgroup/kubepods/x", "containerd://abc",
+				"cpu/usage", "230m", "176.00Mi", "(max of samples)",
+				"web-1/app: kubelet error x2", "web-1/app: OOM kills pod=1",
+				"web-1/app: memory pressure 12.5% stalled over 10s via psi, 3s ago",
+				"profile 0123456789abcdef   app", "memory/usage", "1.00Mi..3.00Gi", "Held windows:",
+			}, tc.want...) {
+				if !strings.Contains(out, want) {
+					t.Errorf("text view lacks %q:\n%s", want, out)
+				}
+			}
+			for _, not := range tc.not {
+				if strings.Contains(out, not) {
+					t.Errorf("text view holds %q:\n%s", not, out)
+				}
+			}
+			if tc.agent == "" {
+				golden(t, "report", out)
+			}
+		})
+	}
+}
+
+// golden compares got with testdata/name.golden (rewriting it under -update).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
 		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (-want +got):\n%s", path, cmp.Diff(string(want), got))
 	}
 }
 

@@ -25,7 +25,7 @@ func Handler(p Provider) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		if wantsText(r) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_ = WriteText(w, rep)
+			_ = WriteText(w, rep, "")
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

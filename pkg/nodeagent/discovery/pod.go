@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/kubeletstats"
+	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
 // Container is one long-running container of an enrolled pod.
@@ -81,21 +83,18 @@ func FromPod(p *corev1.Pod) (Pod, bool) {
 	if out.QOS == "" {
 		out.QOS = string(qosClass(p))
 	}
+	// The long-running containers (sizing.LongRunning: native sidecars, then regular
+	// containers), each with the ID of its running instance.
 	ids := runningIDs(p.Status.ContainerStatuses)
-	for _, c := range p.Spec.Containers {
-		out.Containers = append(out.Containers, Container{Name: c.Name, ID: ids[c.Name]})
-	}
 	initIDs := runningIDs(p.Status.InitContainerStatuses)
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out.Containers = append(out.Containers, Container{Name: c.Name, ID: initIDs[c.Name], Sidecar: true})
+	for _, r := range sizing.LongRunning(&p.Spec) {
+		id := ids[r.Name]
+		if r.Sidecar {
+			id = initIDs[r.Name]
 		}
+		out.Containers = append(out.Containers, Container{Name: r.Name, ID: id, Sidecar: r.Sidecar})
 	}
-	for _, v := range p.Spec.Volumes {
-		if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
-			out.EmptyDirVolumes = append(out.EmptyDirVolumes, v.Name)
-		}
-	}
+	out.EmptyDirVolumes = kubeletstats.DiskEmptyDirs(&p.Spec)
 	return out, true
 }
 

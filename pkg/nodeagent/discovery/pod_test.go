@@ -73,7 +73,8 @@ func TestFromPod(t *testing.T) {
 			}(),
 			want: Pod{UID: "uid-0001", Namespace: "ns", Name: "web", Mode: "measure", QOS: "Burstable",
 				ProfileRef: "web--default", PolicyRef: "default",
-				Containers:      []Container{{Name: "app", ID: "containerd://a"}, {Name: "proxy", ID: "containerd://p", Sidecar: true}},
+				// In sizing.LongRunning order: native sidecars first.
+				Containers:      []Container{{Name: "proxy", ID: "containerd://p", Sidecar: true}, {Name: "app", ID: "containerd://a"}},
 				EmptyDirVolumes: []string{"cache"}},
 			wantOK: true,
 		},

@@ -15,6 +15,7 @@ import (
 
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/ballastk8s/ballast/pkg/kubeletstats"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 )
 
@@ -171,7 +172,7 @@ func (c *Client) Summary(ctx context.Context) (*statsv1alpha1.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := DecodeSummary(body)
+	s, err := kubeletstats.DecodeSummary(body)
 	if err != nil {
 		return nil, source.Fail(KindDecodeError, fmt.Errorf("fetching %s: %w", c.url, err))
 	}
@@ -185,19 +186,19 @@ func (c *Client) Name() string { return SourceName }
 // skipped reading is one source.Error of kind "skipped_<signal>", keyed by
 // source.ContainerKey (source.PodKey for pod-level ones); the Readings' Skipped is left
 // empty. The error is a failed read, with its kind.
-func (c *Client) Collect(ctx context.Context, _ time.Time, pods map[string]Pod) (Readings, []source.Error, error) {
+func (c *Client) Collect(ctx context.Context, _ time.Time, pods map[string]kubeletstats.Pod) (kubeletstats.Readings, []source.Error, error) {
 	s, err := c.Summary(ctx)
 	if err != nil {
-		return Readings{}, nil, err
+		return kubeletstats.Readings{}, nil, err
 	}
-	r := Extract(s, pods)
+	r := kubeletstats.Extract(s, pods)
 	errs := SkipErrors(r.Skipped)
 	r.Skipped = nil
 	return r, errs, nil
 }
 
 // SkipErrors turns skipped readings into the source's typed errors.
-func SkipErrors(skips []Skip) []source.Error {
+func SkipErrors(skips []kubeletstats.Skip) []source.Error {
 	if len(skips) == 0 {
 		return nil
 	}
@@ -213,7 +214,7 @@ func SkipErrors(skips []Skip) []source.Error {
 	return out
 }
 
-var _ source.Source[map[string]Pod, Readings] = (*Client)(nil)
+var _ source.Source[map[string]kubeletstats.Pod, kubeletstats.Readings] = (*Client)(nil)
 
 // snippet shortens a response body for an error message.
 func snippet(b []byte) string {

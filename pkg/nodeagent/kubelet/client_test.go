@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ballastk8s/ballast/pkg/kubeletstats"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 )
 
@@ -130,8 +131,8 @@ func TestCollectOverTLS(t *testing.T) {
 	for _, e := range errs {
 		kinds[e.Kind]++
 	}
-	if kinds["skipped_"+string(SignalEphemeralStorage)] != 2 {
-		t.Errorf("skipped ephemeral-storage %d, want 2 (%v)", kinds["skipped_"+string(SignalEphemeralStorage)], kinds)
+	if kinds["skipped_"+string(kubeletstats.SignalEphemeralStorage)] != 2 {
+		t.Errorf("skipped ephemeral-storage %d, want 2 (%v)", kinds["skipped_"+string(kubeletstats.SignalEphemeralStorage)], kinds)
 	}
 	if _, paths := stub.requests(); paths[0] != "/stats/summary" {
 		t.Errorf("path %q", paths[0])
@@ -194,8 +195,8 @@ func TestFetchErrors(t *testing.T) {
 	}{
 		"403":          {http.StatusForbidden, `nodes "worker-1" is forbidden`, ErrForbidden, KindForbidden},
 		"500":          {http.StatusInternalServerError, "internal error", ErrStatus, KindHTTPError},
-		"garbage JSON": {http.StatusOK, "{not json", ErrDecode, KindDecodeError},
-		"html":         {http.StatusOK, "<html></html>", ErrDecode, KindDecodeError},
+		"garbage JSON": {http.StatusOK, "{not json", kubeletstats.ErrDecode, KindDecodeError},
+		"html":         {http.StatusOK, "<html></html>", kubeletstats.ErrDecode, KindDecodeError},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/recommend/feed"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
 	"github.com/ballastk8s/ballast/test/harness"
@@ -109,15 +110,15 @@ func TestFallbackAcceptance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var lastRead store.ProfileSeries
-	share := func(app string) (*ballastv1.WorkloadProfile, store.FallbackShare, error) {
+	var lastRead feed.Profile
+	share := func(app string) (*ballastv1.WorkloadProfile, feed.FallbackShare, error) {
 		wp, err := s.Profile(ctx, ns, app)
 		if err != nil || wp.Status.MeasurementHash == "" {
-			return nil, store.FallbackShare{}, fmt.Errorf("profile of %s: %v", app, err)
+			return nil, feed.FallbackShare{}, fmt.Errorf("profile of %s: %v", app, err)
 		}
 		ps, err := rd.Read(ctx, wp.Status.MeasurementHash, time.Now(), 24*time.Hour)
-		lastRead = ps
-		return wp, ps.Fallback, err
+		lastRead = feed.Of(ps.Series, ps.OOMs, ps.Nodes)
+		return wp, lastRead.Fallback, err
 	}
 	// fallbackOf counts the fallback samples of one resource in the last read.
 	fallbackOf := func(resource string) (fb, all int64) {

@@ -275,10 +275,16 @@ func stableReport(r debug.Report, root string) debug.Report {
 	}
 	for i := range r.Pods {
 		p := &r.Pods[i]
+		uid := p.UID
 		p.Namespace, p.UID, p.ProfileRef, p.Hash = "shop", "6f1c2a9e", "web-fast", "0123456789abcdef"
 		for j := range p.Containers {
 			c := &p.Containers[j]
+			// The cgroup directories name the run's root, pod UID and container ID.
+			dir := strings.NewReplacer(root, "/host/sys/fs/cgroup", uid, p.UID, strings.ReplaceAll(uid, "-", "_"), p.UID,
+				strings.TrimPrefix(c.ContainerID, "containerd://"), "4a3b"+c.Name)
+			c.CgroupMemory, c.CgroupCPU = dir.Replace(c.CgroupMemory), dir.Replace(c.CgroupCPU)
 			c.ContainerID = "containerd://4a3b"
+			c.MemoryPressure, c.ReclaimStall = nil, nil // measured over jittery intervals
 			for k := range c.Errors {
 				c.Errors[k].At, c.Errors[k].Count = at.Add(-time.Second), 30
 			}

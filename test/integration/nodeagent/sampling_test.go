@@ -150,7 +150,12 @@ func TestSamplesReachTheRightSeries(t *testing.T) {
 		if p == nil || p.Hash != webHash || p.Interval != "1s" || len(p.Containers) != 2 {
 			t.Fatalf("web-1 report %+v", p)
 		}
-		app := p.Containers[0]
+		var app debug.ContainerReport // by name: the report lists sidecars first (sizing.LongRunning)
+		for _, c := range p.Containers {
+			if c.Name == "app" {
+				app = c
+			}
+		}
 		wantDir := s.tree.ContainerDir(webPods[0].uid, "Burstable", webPods[0].ids["app"])
 		if app.Name != "app" || app.CgroupMemory != wantDir || !app.OOMWatched {
 			t.Errorf("app report %+v, want cgroup %s and an OOM watch", app, wantDir)
@@ -163,7 +168,7 @@ func TestSamplesReachTheRightSeries(t *testing.T) {
 			t.Errorf("last samples %v", signals)
 		}
 		text := getText(t, a, "?format=text&pod="+ns+"/web-1")
-		for _, wantText := range []string{ns + "/web-1", wantDir, "memory/usage", "100.00Mi", "valkey:", "buffer:"} {
+		for _, wantText := range []string{ns + "/web-1", wantDir, "memory/usage", "100.00Mi", "Valkey:", "Buffer:"} {
 			if !strings.Contains(text, wantText) {
 				t.Errorf("text view lacks %q:\n%s", wantText, text)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ballastk8s/ballast/pkg/control/resize"
+	"github.com/ballastk8s/ballast/pkg/recommend/feed"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
 	"github.com/ballastk8s/ballast/test/harness"
@@ -103,8 +104,8 @@ func TestACLUsers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("control read: %v", err)
 	}
-	if len(ps.Containers) != 1 || len(ps.OOMs) != 1 {
-		t.Fatalf("control read %d containers, %d OOM events; want 1, 1", len(ps.Containers), len(ps.OOMs))
+	if in := feed.Of(ps.Series, ps.OOMs, ps.Nodes); len(in.Containers) != 1 || len(ps.OOMs) != 1 {
+		t.Fatalf("control read %d containers, %d OOM events; want 1, 1", len(in.Containers), len(ps.OOMs))
 	}
 	hbs, _, err := r.Heartbeats(ctx, now)
 	if err != nil || hbs["node-acl"].Node != "node-acl" {

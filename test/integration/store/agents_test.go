@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ballastk8s/ballast/pkg/recommend/feed"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
@@ -77,8 +78,8 @@ func TestHeartbeatsAndFallbackWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ps.Fallback.Samples != 3 || ps.Fallback.FallbackSamples != 1 || ps.Fallback.Resolution != time.Minute {
-			t.Errorf("fallback share %+v: want 1 of 3 samples at 1m0s", ps.Fallback)
+		if fb := feed.Of(ps.Series, ps.OOMs, ps.Nodes).Fallback; fb.Samples != 3 || fb.FallbackSamples != 1 || fb.Resolution != time.Minute {
+			t.Errorf("fallback share %+v: want 1 of 3 samples at 1m0s", fb)
 		}
 		if err := r.ForgetFallbackCursors(ctx, []string{uid}); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package kubelet
+package kubeletstats
 
 import (
 	"bytes"
@@ -39,8 +39,8 @@ type Pod struct {
 	// Containers lists the long-running containers to read (regular containers and
 	// restartable init sidecars). Empty means every container the summary lists.
 	Containers []string
-	// EmptyDirVolumes names the pod's disk-backed emptyDir volumes (emptyDir with a medium
-	// other than Memory). Empty means the pod has no pod-level emptyDir series.
+	// EmptyDirVolumes names the pod's disk-backed emptyDir volumes (DiskEmptyDirs). Empty
+	// means the pod has no pod-level emptyDir series.
 	EmptyDirVolumes []string
 }
 
