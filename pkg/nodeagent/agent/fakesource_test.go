@@ -31,8 +31,10 @@ const (
 
 func newFakeSource(a *Agent) (Source, error) { return &fakeSource{a: a}, nil }
 
-func (s *fakeSource) Name() string      { return fakeName }
-func (s *fakeSource) Detail() string    { return "a fake of the unit tests, every " + fakeInterval.String() }
+func (s *fakeSource) Name() string { return fakeName }
+func (s *fakeSource) Detail() string {
+	return "a fake of the unit tests, every " + fakeInterval.String()
+}
 func (s *fakeSource) Signals() []string { return []string{fakeName} }
 func (s *fakeSource) Close() error      { return nil }
 
