@@ -29,11 +29,14 @@ func main() {
 	} else if limit > 0 {
 		ctrl.Log.Info("Go memory limit set from the container's", "bytes", limit)
 	}
+	// The agent's sources, in the order the debug view lists them: adding one is its file
+	// in pkg/nodeagent/agent and its entry here.
+	sources := []agent.SourceBuilder{agent.CgroupSource, agent.KubeletSource, agent.OOMSource, agent.EBPFSource}
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
 	if err == nil {
 		var a *agent.Agent
-		if a, err = agent.New(o, cfg); err == nil {
+		if a, err = agent.New(o, cfg, sources...); err == nil {
 			err = a.Run(ctx)
 		}
 	}

@@ -19,24 +19,21 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/ebpf"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
-	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
 
-// Agent is one ballast-node process.
+// Agent is one ballast-node process: the shared parts (discovery, the cgroup reader, the
+// state, the buffer and the store) and its sources, one list behind one interface
+// (sources.go).
 type Agent struct {
 	o     *Options
 	log   logr.Logger
 	now   func() time.Time
 	disco *discovery.Watcher
-	cg    *cgroup.Reader
-	kube  summarySource // nil when the Summary source is disabled
-	oomw  *oom.Watcher  // nil without inotify (cgroup v1, or inotify unavailable)
-	units *source.Units // every source's metrics and health
+	cg    *cgroup.Reader // the rooted reader every cgroup read goes through
+	units *source.Units  // every source's metrics and health
 	buf   *buffer.Buffer
 	st    *state
 	store *storeConn
@@ -44,13 +41,12 @@ type Agent struct {
 	m     *metrics
 	reg   *prometheus.Registry
 	auth  *debug.Auth // nil with --debug-auth=false and no --debug-proxy-bind-address
-	// bpf is the eBPF probe (--ebpf, and something loaded), stall its reclaim-stall source
-	// (nil unless both reclaim programs loaded).
-	bpf       *ebpf.Probe
-	stall     *ebpf.StallSource
-	bpfLoaded prometheus.Gauge
-	// bpfLost reads the programs' ring-buffer drop count (set once the probe loaded).
-	bpfLost atomic.Pointer[func() uint64]
+	// sources are the signal sources in registration order (the debug view's order);
+	// oomw and bpf link the two the others consult (nil without inotify, without a
+	// loaded eBPF probe).
+	sources []Source
+	oomw    *oomSource
+	bpf     *ebpfSource
 
 	retention atomic.Int64 // time.Duration of BallastConfig's retentionWindow
 	heartbeat atomic.Int64 // unix nanos of the sampling loop's last turn
@@ -74,16 +70,15 @@ func newAgent(o *Options, reg *prometheus.Registry) *Agent {
 		units:    source.NewUnits(reg),
 		counters: map[[3]string]prometheus.Counter{},
 	}
-	a.bpfLoaded = newEBPFGauge(reg)
-	newEBPFLostCounter(reg, a.bpfLostCount)
 	a.retention.Store(int64(ballastv1.DefaultRetentionWindow))
 	a.heartbeat.Store(a.now().UnixNano())
 	reg.MustRegister(newBufferCollector(a.buf, a.oomq.len))
 	return a
 }
 
-// New builds the agent for cfg's API server; Run starts it.
-func New(o *Options, cfg *rest.Config) (*Agent, error) {
+// New builds the agent for cfg's API server with the given sources (cmd/ballast-node lists
+// them); Run starts it.
+func New(o *Options, cfg *rest.Config, sources ...SourceBuilder) (*Agent, error) {
 	reg := prometheus.NewRegistry()
 	a := newAgent(o, reg)
 	var err error
@@ -93,25 +88,8 @@ func New(o *Options, cfg *rest.Config) (*Agent, error) {
 	if a.cg, err = cgroup.Open(o.CgroupRoot, copts); err != nil {
 		return nil, err
 	}
-	if o.KubeletURL != "" {
-		kc, err := kubelet.NewClient(kubelet.Config{URL: o.KubeletURL, TokenFile: o.KubeletTokenFile, CAFile: o.KubeletCAFile,
-			InsecureSkipVerify: o.KubeletInsecureSkipVerify})
-		if err != nil {
-			return nil, err
-		}
-		a.kube = kc
-	}
-	var oomErr error
-	if a.cg.Version() == cgroup.V2 {
-		// OnError runs under the watcher's lock; Fail takes only the units' own.
-		onErr := func(kind string, err error) { a.units.Fail(sourceOOM, a.now(), kind, err) }
-		if a.oomw, oomErr = oom.NewWatcher(a.cg, oom.Options{OnError: onErr}); oomErr != nil {
-			a.log.Error(oomErr, "inotify unavailable: oom kills are found by polling at each sampling interval")
-		}
-	}
-	a.addSources(o.KubeletURL, oomErr)
-	if o.EBPF {
-		a.openEBPF()
+	if err := a.addSources(sources); err != nil {
+		return nil, err
 	}
 	if a.disco, err = discovery.NewWatcher(cfg, discovery.Options{NodeName: o.NodeName, MinInterval: o.MinSamplingInterval}); err != nil {
 		return nil, err
@@ -140,8 +118,8 @@ func gathers(g prometheus.Gatherer, name string) bool {
 	return false
 }
 
-// Run serves the endpoints and runs every loop until ctx is done (then flushes once
-// more) or one of them fails.
+// Run serves the endpoints and runs discovery, the flusher and every source until ctx is
+// done (then flushes once more) or one of them fails.
 func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -167,17 +145,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		start(s.name+" server", s.serve)
 	}
 	start("discovery", a.disco.Run)
-	start("sampler", a.runSampler)
 	start("flusher", a.runFlusher)
-	if a.kube != nil {
-		start("kubelet summary", a.runSummary)
-	}
-	if a.oomw != nil {
-		start("oom watcher", a.runOOM)
-	}
-	if a.bpf != nil {
-		start("ebpf", a.runEBPF)
-	}
+	a.startSources(start)
 	var first error
 	select {
 	case <-ctx.Done():
@@ -189,12 +158,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		s.shutdown()
 	}
 	wg.Wait()
-	if a.oomw != nil {
-		_ = a.oomw.Close()
-	}
-	if a.bpf != nil {
-		_ = a.bpf.Close()
-	}
+	_ = a.closeSources()
 	a.store.close()
 	_ = a.cg.Close()
 	a.log.Info("stopped")

@@ -208,7 +208,8 @@ func TestCycleOnCgroupV1(t *testing.T) {
 	g := &group{interval: time.Second, coll: cgroup.NewCollector(a.cg), pods: pods}
 	defer g.coll.Close()
 	ctx := context.Background()
-	a.cycle(ctx, g, t0)
+	src := &cgroupSource{a: a}
+	src.cycle(ctx, g, t0)
 
 	before, err := os.ReadFile(cpuFile)
 	if err != nil {
@@ -223,7 +224,7 @@ func TestCycleOnCgroupV1(t *testing.T) {
 	}
 	write(cpuFile, fmt.Sprintf("%d\n", usage+500_000_000)) // half a core for one second
 	write(filepath.Join(memDir, "memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
-	a.cycle(ctx, g, t0.Add(time.Second))
+	src.cycle(ctx, g, t0.Add(time.Second))
 
 	rep := a.report(debug.Filter{})
 	if len(rep.Pods) != 1 || len(rep.Pods[0].Containers) != 1 {
@@ -328,14 +329,15 @@ func TestRegroupPausesWithoutBallastConfig(t *testing.T) {
 	}
 	groups := map[time.Duration]*group{}
 	now := time.Unix(1_800_000_000, 0)
-	a.regroup(groups, discovery.Snapshot{Synced: true, ConfigFound: true, Pods: pods, Retention: time.Hour}, now)
+	src := &cgroupSource{a: a}
+	src.regroup(groups, a.applySnapshot(discovery.Snapshot{Synced: true, ConfigFound: true, Pods: pods, Retention: time.Hour}, now), now)
 	if len(groups) != 2 || len(groups[time.Second].pods) != 2 || len(groups[time.Minute].pods) != 1 {
 		t.Fatalf("groups %v", groups)
 	}
 	if got := time.Duration(a.retention.Load()); got != time.Hour {
 		t.Errorf("retention %v", got)
 	}
-	a.regroup(groups, discovery.Snapshot{Synced: true, Pods: pods}, now.Add(time.Second))
+	src.regroup(groups, a.applySnapshot(discovery.Snapshot{Synced: true, Pods: pods}, now.Add(time.Second)), now.Add(time.Second))
 	rep := a.report(debug.Filter{})
 	if len(groups) != 0 || len(rep.Pods) != 0 || !strings.Contains(rep.Config.Paused, "BallastConfig") {
 		t.Errorf("without BallastConfig: %d groups, %d pods, paused %q", len(groups), len(rep.Pods), rep.Config.Paused)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,40 +21,64 @@ const (
 	oomDedupWindow = 10 * time.Second
 )
 
-func newEBPFGauge(reg prometheus.Registerer) prometheus.Gauge {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{
+// ebpfSource is the optional eBPF memory signal (--ebpf): the OOM program's kills, handed
+// to the agent's OOM path, and the reclaim-stall reading the cgroup cycle takes for its
+// containers. Nothing loading is not an error: the file sources work without it, and it
+// is not retried.
+type ebpfSource struct {
+	a      *Agent
+	probe  *ebpf.Probe       // nil unless something loaded
+	stall  *ebpf.StallSource // nil unless both reclaim programs loaded
+	status ebpf.Status
+	loaded prometheus.Gauge
+	// lost reads the programs' ring-buffer drop count (set once the probe loaded).
+	lost atomic.Pointer[func() uint64]
+}
+
+// EBPFSource builds the eBPF source: its metrics always (0 without --ebpf), the source
+// itself only with --ebpf.
+func EBPFSource(a *Agent) (Source, error) {
+	s := newEBPFSource(a)
+	if !a.o.EBPF {
+		return nil, nil
+	}
+	s.open()
+	return s, nil
+}
+
+// newEBPFSource registers the source's metrics; open loads the programs.
+func newEBPFSource(a *Agent) *ebpfSource {
+	s := &ebpfSource{a: a}
+	s.loaded = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "ballast_node_ebpf_programs_loaded",
 		Help: "eBPF programs attached (--ebpf): 0 when off, or when the kernel or the capabilities allow none (the agent then runs on cgroup files alone).",
 	})
-	reg.MustRegister(g)
-	return g
-}
-
-// newEBPFLostCounter exports the OOM records the programs could not put into the full ring
-// buffer (the kernel-side count, read at scrape time). Such a kill is still counted from
-// the cgroup files, without its victim details.
-func newEBPFLostCounter(reg prometheus.Registerer, lost func() uint64) {
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+	a.reg.MustRegister(s.loaded)
+	// The OOM records the programs could not put into the full ring buffer (the
+	// kernel-side count, read at scrape time). Such a kill is still counted from the
+	// cgroup files, without its victim details.
+	a.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "ballast_node_ebpf_lost_events_total",
 		Help: "OOM records dropped by the eBPF programs because the ring buffer was full (the kill is still counted from the cgroup files).",
-	}, func() float64 { return float64(lost()) }))
+	}, func() float64 { return float64(s.lostCount()) }))
+	return s
 }
 
-// bpfLostCount is the probe's drop count, 0 without a probe.
-func (a *Agent) bpfLostCount() uint64 {
-	if p := a.bpfLost.Load(); p != nil {
+// lostCount is the probe's drop count, 0 without a probe.
+func (s *ebpfSource) lostCount() uint64 {
+	if p := s.lost.Load(); p != nil {
 		return (*p)()
 	}
 	return 0
 }
 
-// openEBPF loads the programs (--ebpf) and says in one log line what loaded. Nothing
-// loading is not an error: the file sources work without it, and it is not retried.
-func (a *Agent) openEBPF() {
+// open loads the programs and says in one log line what loaded.
+func (s *ebpfSource) open() {
+	a := s.a
 	p := ebpf.Open()
 	st := p.Status()
-	a.bpfLoaded.Set(float64(st.Loaded()))
-	a.units.Add(sourceEBPF, st.String())
+	s.status = st
+	s.loaded.Set(float64(st.Loaded()))
 	if st.Loaded() == 0 {
 		a.log.Info("eBPF off: running on cgroup files alone", "reason", st.Reason, "programs", programErrors(st))
 		_ = p.Close()
@@ -62,13 +87,37 @@ func (a *Agent) openEBPF() {
 	a.log.Info("eBPF loaded", "programs", st.Loaded(), "oom", st.Hook(ebpf.SignalOOM),
 		"reclaimBegin", st.Hook(ebpf.SignalReclaimBegin), "reclaimEnd", st.Hook(ebpf.SignalReclaimEnd),
 		"failed", programErrors(st))
-	a.bpf = p
+	s.probe = p
 	lost := p.Lost
-	a.bpfLost.Store(&lost)
+	s.lost.Store(&lost)
 	if st.StallAvailable() {
-		a.stall = ebpf.NewStallSource(p)
+		s.stall = ebpf.NewStallSource(p)
 	}
 }
+
+func (s *ebpfSource) Name() string { return sourceEBPF }
+
+func (s *ebpfSource) Detail() string { return s.status.String() }
+
+func (s *ebpfSource) Signals() []string {
+	if s.probe == nil {
+		return nil
+	}
+	return []string{sourceEBPF}
+}
+
+func (s *ebpfSource) Close() error {
+	if s.probe == nil {
+		return nil
+	}
+	return s.probe.Close()
+}
+
+// oomAvailable reports whether the OOM program runs (false for a nil source).
+func (s *ebpfSource) oomAvailable() bool { return s != nil && s.probe.Status().OOMAvailable() }
+
+// stalls reports whether the reclaim-stall reading is available (false for a nil source).
+func (s *ebpfSource) stalls() bool { return s != nil && s.stall != nil }
 
 func programErrors(st ebpf.Status) map[string]string {
 	out := map[string]string{}
@@ -80,17 +129,21 @@ func programErrors(st ebpf.Status) map[string]string {
 	return out
 }
 
-// runEBPF delivers the programs' OOM kills until ctx is done. A ring buffer that fails
-// ends only this loop (the files still report kills), never the agent.
-func (a *Agent) runEBPF(ctx context.Context) error {
+// Run delivers the programs' OOM kills until ctx is done. A ring buffer that fails ends
+// only this loop (the files still report kills), never the agent.
+func (s *ebpfSource) Run(ctx context.Context) error {
+	if s.probe == nil {
+		return nil
+	}
+	a := s.a
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for k := range a.bpf.Events() {
-			a.onBPFKill(ctx, k)
+		for k := range s.probe.Events() {
+			s.onKill(ctx, k)
 		}
 	}()
-	err := a.bpf.Run(ctx)
+	err := s.probe.Run(ctx)
 	<-done
 	if err != nil && ctx.Err() == nil {
 		a.units.Fail(sourceEBPF, a.now(), "ringbuf", err)
@@ -99,9 +152,10 @@ func (a *Agent) runEBPF(ctx context.Context) error {
 	return nil
 }
 
-// onBPFKill joins a kill to the container whose memory cgroup it happened in and hands it
+// onKill joins a kill to the container whose memory cgroup it happened in and hands it
 // to the OOM path (which deduplicates it against the cgroup files' count).
-func (a *Agent) onBPFKill(ctx context.Context, k ebpf.OOMKill) {
+func (s *ebpfSource) onKill(ctx context.Context, k ebpf.OOMKill) {
+	a := s.a
 	a.st.mu.Lock()
 	var key string
 	kind := oom.KindPod
@@ -163,10 +217,11 @@ func (l *oomLedger) fresh(fromBPF bool, n uint64, t time.Time, window time.Durat
 
 // collectStall reads the reclaim stall of the cycle's containers (targets by key) and
 // returns the pressure readings made from it (containers without PSI).
-func (a *Agent) collectStall(ctx context.Context, keys []string, now time.Time) []pressureItem {
-	if a.stall == nil {
+func (s *ebpfSource) collectStall(ctx context.Context, keys []string, now time.Time) []pressureItem {
+	if !s.stalls() {
 		return nil
 	}
+	a := s.a
 	targets := make([]ebpf.StallTarget, 0, len(keys))
 	a.st.mu.Lock()
 	for _, k := range keys {
@@ -175,7 +230,7 @@ func (a *Agent) collectStall(ctx context.Context, keys []string, now time.Time) 
 		}
 	}
 	a.st.mu.Unlock()
-	readings, errs, _ := source.Collect(ctx, a.units, a.stall, now, targets)
+	readings, errs, _ := source.Collect(ctx, a.units, s.stall, now, targets)
 	a.st.mu.Lock()
 	defer a.st.mu.Unlock()
 	var press []pressureItem

@@ -50,7 +50,7 @@ func TestOOMLedgerCountsOneKillOnce(t *testing.T) {
 // test/integration/ebpf; here the records are built by hand.)
 func TestBPFKillJoinedAndDeduplicated(t *testing.T) {
 	a := testAgent(t, "cgroupv1-cgroupfs")
-	a.bpf = &ebpf.Probe{} // not loaded: only marks --ebpf as on for the OOM path
+	a.bpf = &ebpfSource{a: a, probe: &ebpf.Probe{}} // not loaded: only marks --ebpf as on for the OOM path
 	const uid = "7b2f1d2e-3c4d-4e5f-9a01-b2c3d4e5f6a7"
 	const id = "2222222222222222222222222222222222222222222222222222222222222222"
 	memDir := filepath.Join(a.o.CgroupRoot, "memory", "kubepods", "burstable", "pod"+uid, id)
@@ -61,7 +61,8 @@ func TestBPFKillJoinedAndDeduplicated(t *testing.T) {
 	g := &group{interval: time.Second, coll: cgroup.NewCollector(a.cg), pods: pods}
 	defer g.coll.Close()
 	ctx := context.Background()
-	a.cycle(ctx, g, t0)
+	src := &cgroupSource{a: a}
+	src.cycle(ctx, g, t0)
 
 	var st syscall.Stat_t
 	if err := syscall.Stat(memDir, &st); err != nil {
@@ -74,19 +75,19 @@ func TestBPFKillJoinedAndDeduplicated(t *testing.T) {
 		t.Fatalf("container joined to memcg %d, want its memory directory's inode %d", joined, st.Ino)
 	}
 	at := t0.Add(500 * time.Millisecond)
-	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 10, Comm: "stress", MemcgID: st.Ino, LimitMemcgID: st.Ino,
+	a.bpf.onKill(ctx, ebpf.OOMKill{At: at, PID: 10, Comm: "stress", MemcgID: st.Ino, LimitMemcgID: st.Ino,
 		AnonBytes: 30 << 20, FileBytes: 1 << 20, ShmemBytes: 4096})
-	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 11, MemcgID: st.Ino, LimitMemcgID: st.Ino + 1000})
-	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 12, MemcgID: st.Ino, LimitMemcgID: 0})
-	a.onBPFKill(ctx, ebpf.OOMKill{At: at.Add(-time.Hour), PID: 14, MemcgID: st.Ino, LimitMemcgID: st.Ino}) // long before: not the polled one
-	a.onBPFKill(ctx, ebpf.OOMKill{At: at, PID: 13, MemcgID: st.Ino + 5000})                                // not a sampled container
+	a.bpf.onKill(ctx, ebpf.OOMKill{At: at, PID: 11, MemcgID: st.Ino, LimitMemcgID: st.Ino + 1000})
+	a.bpf.onKill(ctx, ebpf.OOMKill{At: at, PID: 12, MemcgID: st.Ino, LimitMemcgID: 0})
+	a.bpf.onKill(ctx, ebpf.OOMKill{At: at.Add(-time.Hour), PID: 14, MemcgID: st.Ino, LimitMemcgID: st.Ino}) // long before: not the polled one
+	a.bpf.onKill(ctx, ebpf.OOMKill{At: at, PID: 13, MemcgID: st.Ino + 5000})                                // not a sampled container
 
 	// The poll then sees one of those kills in oom_control.
 	body := "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n" // the fixture starts at 1
 	if err := os.WriteFile(filepath.Join(memDir, "memory.oom_control"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a.cycle(ctx, g, t0.Add(time.Second))
+	src.cycle(ctx, g, t0.Add(time.Second))
 
 	c := a.report(debug.Filter{}).Pods[0].Containers[0]
 	want := map[string]int64{"container": 2, "pod": 1, "node": 1}

@@ -27,19 +27,6 @@ func version() string {
 	return "unknown"
 }
 
-// signals lists what this agent samples, for its heartbeat.
-func (a *Agent) signals() []string {
-	out := []string{series.ResourceCPU, series.ResourceMemory}
-	if a.kube != nil {
-		out = append(out, series.ResourceEphemeralStorage)
-	}
-	out = append(out, "oom")
-	if a.bpf != nil {
-		out = append(out, "ebpf")
-	}
-	return out
-}
-
 // heartbeat is the presence record as of now; ok is false before the first sampling turn.
 func (a *Agent) heartbeatRecord(now time.Time) (series.Heartbeat, bool) {
 	since := a.since.Load()

@@ -63,53 +63,13 @@ func (q *oomQueue) len() int {
 	return len(q.items)
 }
 
-// runOOM is the OOM source's loop: it delivers the inotify watcher's kill events until
-// ctx is done. (Without inotify, kills are found by the cgroup cycle polling oom_kill.)
-func (a *Agent) runOOM(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for e := range a.oomw.Events() {
-			a.onOOM(ctx, e)
-		}
-	}()
-	err := a.oomw.Run(ctx)
-	<-done
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
-// watchOOM starts watching a container's memory.events.local. A container that cannot be
-// watched falls back to polling oom_kill at its sampling interval.
-func (a *Agent) watchOOM(w watchReq) {
-	err := a.oomw.Add(w.key, w.dir)
-	if err != nil {
-		a.units.Fail(sourceOOM, a.now(), "watch", err)
-	}
-	a.st.mu.Lock()
-	defer a.st.mu.Unlock()
-	cs := a.st.ctrs[w.key]
-	if cs == nil {
-		if err == nil {
-			a.oomw.Remove(w.key) // the container left meanwhile
-		}
-		return
-	}
-	cs.oomWatched, cs.oomDir = err == nil, w.dir
-	if err != nil {
-		cs.errorLocked(sourceOOM, "inotify watch failed, polling oom_kill instead: "+err.Error(), a.now())
-	}
-}
-
 // onOOM turns a kill into an OOM stream entry and writes it at once when the pod's profile
 // hash is known; otherwise (or when Valkey fails) it is queued and retried by the flusher.
 // While the eBPF OOM program runs, a kill the files report is held for bpfGrace first, so
 // the eBPF record of the same kill, which carries the victim's details, is the one written
 // (the memory.events counter moves just before the kernel marks the victim).
 func (a *Agent) onOOM(ctx context.Context, e oom.Event) {
-	if a.bpf != nil && a.bpf.Status().OOMAvailable() {
+	if a.bpf.oomAvailable() {
 		time.AfterFunc(bpfGrace, func() {
 			if ctx.Err() == nil {
 				a.handleOOM(ctx, e, false, nil)

@@ -107,6 +107,7 @@ func TestWritePressureFailureCounted(t *testing.T) {
 // ballast_node_ebpf_lost_events_total is the probe's kernel-side drop count, 0 without one.
 func TestEBPFLostEventsMetric(t *testing.T) {
 	a := testAgent(t, "cgroupv1-cgroupfs")
+	s := newEBPFSource(a) // the metrics are the eBPF source's, registered with or without --ebpf
 	const name = "ballast_node_ebpf_lost_events_total"
 	expo := func(v string) string {
 		return "# HELP " + name + " OOM records dropped by the eBPF programs because the ring buffer was full (the kill is still counted from the cgroup files).\n" +
@@ -117,7 +118,7 @@ func TestEBPFLostEventsMetric(t *testing.T) {
 	}
 	lost := uint64(0)
 	f := func() uint64 { lost += 7; return lost }
-	a.bpfLost.Store(&f)
+	s.lost.Store(&f)
 	if err := testutil.GatherAndCompare(a.reg, strings.NewReader(expo("7")), name); err != nil {
 		t.Error(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
@@ -136,24 +135,5 @@ func fillContainer(cr *debug.ContainerReport, cs *ctrState) {
 	}
 	if r := cs.pressure; cs.hasPressure {
 		cr.MemoryPressure = &debug.PressureReport{At: r.At, Interval: r.Interval.String(), StallPerSec: r.StallPerSec, Source: r.Source}
-	}
-}
-
-// addSources declares the three sources with their one-line descriptions, in the order
-// the debug view lists them.
-func (a *Agent) addSources(kubeletURL string, oomErr error) {
-	a.units.Add(sourceCgroup, "cgroup "+a.cg.Version().String()+" at "+a.o.CgroupRoot+" (driver "+a.o.CgroupDriver+")")
-	if kubeletURL == "" {
-		a.units.Add(sourceKubelet, "disabled (no --kubelet-url): no ephemeral-storage samples, no cpu/memory fallback")
-	} else {
-		a.units.Add(sourceKubelet, kubeletURL+" at the pods' sampling intervals, at most every "+a.o.KubeletMinInterval.String())
-	}
-	switch {
-	case oomErr != nil:
-		a.units.Add(sourceOOM, "inotify unavailable ("+oomErr.Error()+"): oom_kill polled at each sampling interval")
-	case a.cg.Version() == cgroup.V1:
-		a.units.Add(sourceOOM, "cgroup v1: oom_kill of memory.oom_control polled at each sampling interval")
-	default:
-		a.units.Add(sourceOOM, "inotify on memory.events.local of each container and its pod")
 	}
 }

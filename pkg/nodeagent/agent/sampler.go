@@ -2,18 +2,35 @@ package agent
 
 import (
 	"context"
-	"fmt"
-	"k8s.io/klog/v2"
-	"strings"
 	"time"
 
-	"github.com/ballastk8s/ballast/pkg/nodeagent/buffer"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/oom"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 	"github.com/ballastk8s/ballast/pkg/series"
 )
+
+// cgroupSource is the cgroup source (cgroup v1/v2 files through the agent's reader) and
+// the agent's sampling loop: its turns apply discovery's changes to the pod set, and
+// /healthz watches them.
+type cgroupSource struct{ a *Agent }
+
+// CgroupSource builds the cgroup source.
+func CgroupSource(a *Agent) (Source, error) { return &cgroupSource{a: a}, nil }
+
+func (src *cgroupSource) Name() string { return sourceCgroup }
+
+func (src *cgroupSource) Detail() string {
+	a := src.a
+	return "cgroup " + a.cg.Version().String() + " at " + a.o.CgroupRoot + " (driver " + a.o.CgroupDriver + ")"
+}
+
+func (src *cgroupSource) Signals() []string {
+	return []string{series.ResourceCPU, series.ResourceMemory}
+}
+
+func (src *cgroupSource) Close() error { return nil }
 
 // group samples the pods that share one sampling interval. Each group has its own
 // Collector, because a Collector forgets the targets missing from a Collect.
@@ -24,8 +41,9 @@ type group struct {
 	next     time.Time
 }
 
-// runSampler is the cgroup source's loop: every group is collected at its interval.
-func (a *Agent) runSampler(ctx context.Context) error {
+// Run is the cgroup source's loop: every group is collected at its interval.
+func (src *cgroupSource) Run(ctx context.Context) error {
+	a := src.a
 	groups := map[time.Duration]*group{}
 	defer func() {
 		for _, g := range groups {
@@ -38,12 +56,12 @@ func (a *Agent) runSampler(ctx context.Context) error {
 		a.heartbeat.Store(now.UnixNano())
 		if snap := a.disco.Snapshot(); first || snap.Version != seen {
 			first, seen = false, snap.Version
-			a.regroup(groups, snap, now)
+			src.regroup(groups, a.applySnapshot(snap, now), now)
 		}
 		next := now.Add(maxWait)
 		for _, g := range groups {
 			if !now.Before(g.next) {
-				a.cycle(ctx, g, now)
+				src.cycle(ctx, g, now)
 				g.next = nextTick(g.next, g.interval, a.now())
 			}
 			next = minTime(next, g.next)
@@ -63,19 +81,8 @@ func nextTick(next time.Time, interval time.Duration, now time.Time) time.Time {
 	return next
 }
 
-// regroup applies a discovery snapshot: the state's pod set and one group per interval.
-func (a *Agent) regroup(groups map[time.Duration]*group, snap discovery.Snapshot, now time.Time) {
-	pods := snap.Pods
-	paused := ""
-	switch {
-	case !snap.Synced:
-		paused, pods = "waiting for the informers to sync", nil
-	case !snap.ConfigFound:
-		paused, pods = "BallastConfig ballast not found: nothing is measured (SPEC §2.1)", nil
-	}
-	a.retention.Store(int64(snap.Retention))
-	a.buf.SetWindow(a.layout().Window)
-	a.setPods(pods, snap.Capacity, paused, now)
+// regroup makes one group per sampling interval of pods.
+func (src *cgroupSource) regroup(groups map[time.Duration]*group, pods []discovery.Pod, now time.Time) {
 	by := map[time.Duration][]discovery.Pod{}
 	for _, p := range pods {
 		by[p.Interval] = append(by[p.Interval], p)
@@ -89,40 +96,10 @@ func (a *Agent) regroup(groups map[time.Duration]*group, snap discovery.Snapshot
 	for iv, ps := range by {
 		g := groups[iv]
 		if g == nil {
-			g = &group{interval: iv, coll: cgroup.NewCollector(a.cg), next: now}
+			g = &group{interval: iv, coll: cgroup.NewCollector(src.a.cg), next: now}
 			groups[iv] = g
 		}
 		g.pods = ps
-	}
-}
-
-// setPods makes pods the state's pod set and stops watching containers that are gone.
-func (a *Agent) setPods(pods []discovery.Pod, capacity discovery.Capacity, paused string, now time.Time) {
-	a.st.mu.Lock()
-	a.st.paused = paused
-	a.st.capacity = capacity
-	gone := a.st.setPodsLocked(pods, now)
-	newlyIgnored := a.st.ignoredRefsLocked(pods)
-	bound, unbound := 0, 0
-	for _, p := range pods {
-		if p.Hash != "" {
-			bound++
-		} else {
-			unbound++
-		}
-	}
-	a.st.mu.Unlock()
-	for _, p := range newlyIgnored {
-		a.m.refsIgnored.Inc()
-		a.log.Info("ignoring a profile-ref the pod's labels do not resolve to; its samples are held until it is stamped with its own profile",
-			"pod", klog.KRef(p.Namespace, p.Name), "profileRef", p.ProfileRef)
-	}
-	a.m.pods.WithLabelValues("bound").Set(float64(bound))
-	a.m.pods.WithLabelValues("unbound").Set(float64(unbound))
-	if a.oomw != nil {
-		for _, k := range gone {
-			a.oomw.Remove(k)
-		}
 	}
 }
 
@@ -130,7 +107,8 @@ func (a *Agent) setPods(pods []discovery.Pod, capacity discovery.Capacity, pause
 type watchReq struct{ key, dir string }
 
 // cycle reads the cgroups of one group's containers and records their samples.
-func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
+func (src *cgroupSource) cycle(ctx context.Context, g *group, now time.Time) {
+	a := src.a
 	targets := make([]cgroup.Target, 0, 2*len(g.pods))
 	for _, p := range g.pods {
 		for _, c := range p.Containers {
@@ -159,7 +137,7 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 		if ps == nil {
 			continue
 		}
-		w, ev := a.applyReadingLocked(ps.pod, cs, rd, now)
+		w, ev := src.applyReadingLocked(ps.pod, cs, rd, now)
 		if it := a.psiPressureLocked(&ps.pod, cs, rd.Sample.MemoryPressure, now); it != nil {
 			press = append(press, *it)
 		}
@@ -190,14 +168,14 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 	a.st.mu.Unlock()
 
 	for _, w := range watches {
-		a.watchOOM(w)
+		a.oomw.watch(w)
 	}
-	if a.stall != nil {
+	if a.bpf.stalls() {
 		keys := make([]string, len(targets))
 		for i, t := range targets {
 			keys[i] = t.Key
 		}
-		press = append(press, a.collectStall(ctx, keys, now)...)
+		press = append(press, a.bpf.collectStall(ctx, keys, now)...)
 	}
 	a.writePressure(ctx, press)
 	for _, ev := range polled {
@@ -207,7 +185,8 @@ func (a *Agent) cycle(ctx context.Context, g *group, now time.Time) {
 
 // applyReadingLocked records one container's cgroup reading. It returns an OOM watch to
 // add, or an OOM event found by polling (containers without an inotify watch).
-func (a *Agent) applyReadingLocked(p discovery.Pod, cs *ctrState, rd *cgroup.Reading, now time.Time) (*watchReq, *oom.Event) {
+func (src *cgroupSource) applyReadingLocked(p discovery.Pod, cs *ctrState, rd *cgroup.Reading, now time.Time) (*watchReq, *oom.Event) {
+	a := src.a
 	if !cs.located || cs.loc != rd.Location {
 		cs.cpuPath, cs.memPath = a.cg.Abs(rd.Location.CPUDir), a.cg.Abs(rd.Location.MemoryDir)
 		if a.bpf != nil {
@@ -243,46 +222,4 @@ func (a *Agent) applyReadingLocked(p discovery.Pod, cs *ctrState, rd *cgroup.Rea
 		return &watchReq{key: cs.key, dir: rd.Location.MemoryDir}, ev
 	}
 	return nil, ev
-}
-
-// recordLocked adds one sample to the buffer under the pod's hash (pending under the pod
-// while it is unbound) and updates the counters and the debug view. cs is nil for the
-// pod-level series.
-func (a *Agent) recordLocked(p discovery.Pod, cs *ctrState, resource, signal string, v float64, at time.Time, source string, exact *bool) {
-	sr := buffer.Series{Resource: resource, Signal: signal}
-	if cs != nil {
-		sr.Container = cs.name
-	}
-	if reason, msg := implausible(a.st.capacity, resource, v); reason != "" {
-		a.m.rejected.WithLabelValues(resource, signal, source, reason).Inc()
-		if cs != nil {
-			cs.errorLocked(source, fmt.Sprintf("%s/%s sample %.0f rejected: %s", resource, signal, v, msg), at)
-		}
-		return
-	}
-	if err := a.buf.Add(p.Hash, p.UID, sr, v, at); err != nil {
-		a.m.rejected.WithLabelValues(resource, signal, source, rejectInvalid).Inc()
-		if cs != nil {
-			cs.errorLocked(source, fmt.Sprintf("%s/%s sample %v rejected: %v", resource, signal, v, err), at)
-		}
-		return
-	}
-	a.st.tallyLocked(owner(p), sr, 1, at)
-	a.sampleCounter(resource, signal, source).Inc()
-	if cs != nil {
-		cs.last[sr] = lastSample{v: v, at: at, source: source, exact: exact}
-	}
-}
-
-// errorsByKey joins each target's error messages into one line for the debug view.
-func errorsByKey(errs []source.Error) map[string]string {
-	out := make(map[string]string, len(errs))
-	for _, e := range errs {
-		msg := strings.ReplaceAll(e.Err.Error(), "\n", "; ")
-		if prev := out[e.Key]; prev != "" {
-			msg = prev + "; " + msg
-		}
-		out[e.Key] = msg
-	}
-	return out
 }

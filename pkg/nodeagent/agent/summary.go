@@ -5,34 +5,76 @@ import (
 	"time"
 
 	"github.com/ballastk8s/ballast/pkg/kubeletstats"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 	"github.com/ballastk8s/ballast/pkg/series"
 )
 
-// summarySource is the kubelet Summary source (a *kubelet.Client; tests plug in others).
+// summarySource is the kubelet Summary reader (a *kubelet.Client; tests plug in others).
 type summarySource = source.Source[map[string]kubeletstats.Pod, kubeletstats.Readings]
 
-// runSummary is the kubelet source's loop. The Summary is read at the pods' cadence (SPEC
-// §4.1: each pod's sampling interval), never more often than --kubelet-min-interval, the
-// kubelet's own refresh period (10–15 s): ephemeral storage per container (rootfs + logs),
-// the pod-level emptyDir series, and cpu/memory of containers whose cgroup files cannot be
-// read.
-func (a *Agent) runSummary(ctx context.Context) error {
-	var last time.Time
-	return a.loop(ctx, nil, func(ctx context.Context, now time.Time) time.Time { return a.summaryTurn(ctx, now, &last) })
+// kubeletSource is the kubelet Summary source: ephemeral storage per container (rootfs +
+// logs), the pod-level emptyDir series, and cpu/memory of containers whose cgroup files
+// cannot be read. Without --kubelet-url it is listed as disabled and reads nothing.
+type kubeletSource struct {
+	a    *Agent
+	kube summarySource // nil when disabled
 }
 
-// summaryTurn reads the Summary when a new read period has begun since *last (the time of
-// the previous read), and returns when the next one begins. Reads fall on period
-// boundaries, so every interval window of every pod (each at least one period long) holds
-// one.
-func (a *Agent) summaryTurn(ctx context.Context, now time.Time, last *time.Time) time.Time {
-	want, period := a.summaryTargets()
+// KubeletSource builds the kubelet Summary source (--kubelet-url, disabled without one).
+func KubeletSource(a *Agent) (Source, error) {
+	s := &kubeletSource{a: a}
+	o := a.o
+	if o.KubeletURL != "" {
+		kc, err := kubelet.NewClient(kubelet.Config{URL: o.KubeletURL, TokenFile: o.KubeletTokenFile, CAFile: o.KubeletCAFile,
+			InsecureSkipVerify: o.KubeletInsecureSkipVerify})
+		if err != nil {
+			return nil, err
+		}
+		s.kube = kc
+	}
+	return s, nil
+}
+
+func (s *kubeletSource) Name() string { return sourceKubelet }
+
+func (s *kubeletSource) Detail() string {
+	if s.kube == nil {
+		return "disabled (no --kubelet-url): no ephemeral-storage samples, no cpu/memory fallback"
+	}
+	return s.a.o.KubeletURL + " at the pods' sampling intervals, at most every " + s.a.o.KubeletMinInterval.String()
+}
+
+func (s *kubeletSource) Signals() []string {
+	if s.kube == nil {
+		return nil
+	}
+	return []string{series.ResourceEphemeralStorage}
+}
+
+func (s *kubeletSource) Close() error { return nil }
+
+// Run is the kubelet source's loop. The Summary is read at the pods' cadence (SPEC §4.1:
+// each pod's sampling interval), never more often than --kubelet-min-interval, the
+// kubelet's own refresh period (10–15 s).
+func (s *kubeletSource) Run(ctx context.Context) error {
+	if s.kube == nil {
+		return nil
+	}
+	var last time.Time
+	return s.a.loop(ctx, nil, func(ctx context.Context, now time.Time) time.Time { return s.turn(ctx, now, &last) })
+}
+
+// turn reads the Summary when a new read period has begun since *last (the time of the
+// previous read), and returns when the next one begins. Reads fall on period boundaries,
+// so every interval window of every pod (each at least one period long) holds one.
+func (s *kubeletSource) turn(ctx context.Context, now time.Time, last *time.Time) time.Time {
+	want, period := s.targets()
 	if period == 0 {
 		return now.Add(maxWait)
 	}
 	if last.IsZero() || !now.Truncate(period).Equal(last.Truncate(period)) {
-		a.summaryOnce(ctx, now, want)
+		s.once(ctx, now, want)
 		*last = now
 	}
 	return now.Truncate(period).Add(period)
@@ -75,9 +117,10 @@ func sampleTime(kubeletAt, now time.Time) time.Time {
 	return kubeletAt
 }
 
-// summaryTargets lists what to read for every pod with a running container, and the read
-// period those pods need.
-func (a *Agent) summaryTargets() (map[string]kubeletstats.Pod, time.Duration) {
+// targets lists what to read for every pod with a running container, and the read period
+// those pods need.
+func (s *kubeletSource) targets() (map[string]kubeletstats.Pod, time.Duration) {
+	a := s.a
 	a.st.mu.Lock()
 	defer a.st.mu.Unlock()
 	want := make(map[string]kubeletstats.Pod, len(a.st.pods))
@@ -97,10 +140,11 @@ func (a *Agent) summaryTargets() (map[string]kubeletstats.Pod, time.Duration) {
 	return want, summaryPeriod(intervals, a.o.KubeletMinInterval)
 }
 
-// summaryOnce reads the Summary once and records what is due.
-func (a *Agent) summaryOnce(ctx context.Context, now time.Time, want map[string]kubeletstats.Pod) {
+// once reads the Summary once and records what is due.
+func (s *kubeletSource) once(ctx context.Context, now time.Time, want map[string]kubeletstats.Pod) {
+	a := s.a
 	cctx, cancel := context.WithTimeout(ctx, max(a.o.KubeletMinInterval, 10*time.Second))
-	col, errs, err := source.Collect(cctx, a.units, a.kube, now, want)
+	col, errs, err := source.Collect(cctx, a.units, s.kube, now, want)
 	cancel()
 	if err != nil {
 		return

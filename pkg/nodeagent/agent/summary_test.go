@@ -71,11 +71,11 @@ func TestSummaryCadence(t *testing.T) {
 			a := testAgent(t, "cgroupfs-v2")
 			a.o.KubeletMinInterval = 10 * time.Second
 			f := &fakeSummary{t0: t0, refresh: map[string]time.Duration{"p1": 15 * time.Second}}
-			a.kube = f
+			s := &kubeletSource{a: a, kube: f}
 			a.setPods(tc.pods, discovery.Capacity{}, "", t0)
 			var last time.Time
 			for now := t0.Add(time.Millisecond); now.Before(t0.Add(span)); {
-				now = a.summaryTurn(context.Background(), now, &last).Add(3 * time.Millisecond)
+				now = s.turn(context.Background(), now, &last).Add(3 * time.Millisecond)
 			}
 			if f.reads != tc.wantReads {
 				t.Errorf("%d Summary reads in %v, want %d", f.reads, span, tc.wantReads)
