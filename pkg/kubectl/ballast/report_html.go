@@ -100,11 +100,11 @@ svg text { font: 11px system-ui, sans-serif; fill: #222; }
 <p>Prices: {{.Prices}}</p>
 <p><b>Reclaimable:</b> {{.Total.CPU}} cpu, {{.Total.Memory}} memory over {{.Total.Pods}} pods{{if .Total.Savings}}, <b>{{.Total.Savings}} per month</b>{{end}}.</p>
 <p class="legend"><span style="background:#9e9e9e"></span>requested<span style="background:#1f77b4"></span>recommended<span style="background:#ff7f0e"></span>used (p95)</p>
-{{range .Charts}}<h2>{{.Title}}</h2>
+{{range .Charts}}{{$x := .BarsX}}<h2>{{.Title}}</h2>
 <svg xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img" aria-label="{{.Title}}">
 <text x="{{.BarsX}}" y="14">0</text><text x="{{.BarsX}}" y="14" dx="420" text-anchor="end">{{.Scale}}</text>
-{{range .Rows}}<text x="{{$.BarsX}}" dx="-8" y="{{.Y}}" text-anchor="end">{{.Label}}</text>
-{{range .Bars}}<rect class="{{.Class}}" x="{{$.BarsX}}" y="{{.Y}}" width="{{.Width}}" height="7"><title>{{.Title}}</title></rect>
+{{range .Rows}}<text x="{{$x}}" dx="-8" y="{{.Y}}" text-anchor="end">{{.Label}}</text>
+{{range .Bars}}<rect class="{{.Class}}" x="{{$x}}" y="{{.Y}}" width="{{.Width}}" height="7"><title>{{.Title}}</title></rect>
 {{end}}{{end}}</svg>
 {{if .Omitted}}<p>{{.Omitted}} more profiles with less reclaimable capacity are in the table.</p>{{end}}
 {{end}}<h2>Profiles</h2>

@@ -96,9 +96,14 @@ func figureCells(f savings.Figures) []string {
 }
 
 func cpuAmount(milli int64) string { return amount(corev1.ResourceCPU, milli) }
-func memAmount(bytes int64) string { return amount(corev1.ResourceMemory, bytes) }
-func fixed2(v float64) string      { return strconv.FormatFloat(v, 'f', 2, 64) }
-func num(v float64) string         { return strconv.FormatFloat(v, 'f', -1, 64) }
+func memAmount(bytes int64) string {
+	if bytes == 0 {
+		return "0"
+	}
+	return amount(corev1.ResourceMemory, bytes)
+}
+func fixed2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+func num(v float64) string    { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 func money(doc *reportDoc, v float64) string {
 	if doc.Prices.Currency != "" {
