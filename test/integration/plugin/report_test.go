@@ -235,7 +235,7 @@ func TestReportTotalsMatchStatuses(t *testing.T) {
 			Namespace string `json:"namespace"`
 			reportFigures
 		} `json:"namespaces"`
-		Total      reportFigures   `json:"total"`
+		Total reportFigures `json:"total"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
