@@ -62,7 +62,7 @@ func chart(title string, rows []savings.ProfileRow, value func(savings.Amount) i
 	c.Scale = format(top)
 	for i, r := range rows {
 		y := chartTop + i*chartRowHeight
-		row := svgRow{Label: r.Name, Y: y + 2*chartBarHeight}
+		row := svgRow{Label: chartLabel(r.Name), Y: y + 2*chartBarHeight}
 		bar := func(k int, v int64, class, what string) {
 			row.Bars = append(row.Bars, svgBar{Y: y + k*(chartBarHeight+1), Width: int(v * chartBarsWidth / top), Class: class,
 				Title: r.Name + " " + what + " " + format(v)})
@@ -77,6 +77,17 @@ func chart(title string, rows []savings.ProfileRow, value func(savings.Amount) i
 	c.Width = chartLabelWidth + chartBarsWidth + 90
 	c.Height = chartTop + len(rows)*chartRowHeight + 10
 	return c
+}
+
+// chartLabelRunes is the longest profile name a chart prints whole (about 290 units at 11px);
+// longer names are cut, and the bars' tooltips carry the whole name.
+const chartLabelRunes = 46
+
+func chartLabel(name string) string {
+	if r := []rune(name); len(r) > chartLabelRunes {
+		return string(r[:chartLabelRunes-1]) + "…"
+	}
+	return name
 }
 
 var reportPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
