@@ -2,7 +2,7 @@
 // architecture.md); `make lint` runs it and fails on any finding:
 //
 //   - a pure package (pkg/apis, pkg/series, pkg/identity, pkg/policy, pkg/recommend,
-//     pkg/sizing, pkg/resizeplan, pkg/kubeletstats) imports a client (client-go), controller-runtime, Valkey, net/http or os,
+//     pkg/sizing, pkg/resizeplan, pkg/kubeletstats, pkg/savings) imports a client (client-go), controller-runtime, Valkey, net/http or os,
 //     or calls time.Now (directly, through time.Since/time.Until or metav1.Now);
 //   - ballast-node links the control plane (pkg/control) or ballast-control links the node
 //     agent (pkg/nodeagent);
@@ -29,7 +29,7 @@ import (
 const module = "github.com/ballastk8s/ballast"
 
 // Pure lists the pure packages (with their sub-packages).
-var Pure = []string{"pkg/apis", "pkg/series", "pkg/identity", "pkg/policy", "pkg/recommend", "pkg/sizing", "pkg/resizeplan", "pkg/kubeletstats"}
+var Pure = []string{"pkg/apis", "pkg/series", "pkg/identity", "pkg/policy", "pkg/recommend", "pkg/sizing", "pkg/resizeplan", "pkg/kubeletstats", "pkg/savings"}
 
 // forbidden are the import paths (and their sub-packages) a pure package must not import.
 var forbidden = []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", "github.com/valkey-io",

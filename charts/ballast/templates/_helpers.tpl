@@ -193,6 +193,17 @@ seccompProfile:
 {{- else }}
 - --leader-elect=false
 {{- end }}
+{{- with .Values.pricing }}
+{{- if .cpuCoreHour }}
+- --price-cpu-hour={{ .cpuCoreHour }}
+{{- end }}
+{{- if .memoryGiBHour }}
+- --price-gib-hour={{ .memoryGiBHour }}
+{{- end }}
+{{- if and (or .cpuCoreHour .memoryGiBHour) .hoursPerMonth (ne (toString .hoursPerMonth) "730") }}
+- --hours-per-month={{ .hoursPerMonth }}
+{{- end }}
+{{- end }}
 {{- if ne (toString .Values.statusRefreshInterval) "1m" }}
 - --status-refresh-interval={{ .Values.statusRefreshInterval }}
 {{- end }}

@@ -113,6 +113,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	cs.Profiles.SetFallback(cs.Fallback)
 	cs.Profiles.SetStatusRefresh(o.StatusRefreshInterval)
 	cs.Profiles.SetWorkers(o.ProfileWorkers)
+	cs.Profiles.SetPrices(o.prices())
 	cs.Enrollment.SetWorkers(o.EnrollmentWorkers)
 	cs.Profiles.SetEvents(d.Events)
 	if src, ok := d.Store.(profiles.CapacitySource); ok {

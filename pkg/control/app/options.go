@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/control/understudy"
 	"github.com/ballastk8s/ballast/pkg/logging"
+	"github.com/ballastk8s/ballast/pkg/savings"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
 
@@ -84,6 +86,9 @@ type Options struct {
 	ProfileWorkers, EnrollmentWorkers int
 	// Profiling serves Go's pprof endpoints on the metrics endpoint.
 	Profiling bool
+	// PriceCPUHour and PriceGiBHour price a requested cpu core and GiB of memory for an hour,
+	// HoursPerMonth the month (0: 730): ballast_profile_monthly_savings (pkg/savings).
+	PriceCPUHour, PriceGiBHour, HoursPerMonth float64
 
 	// SkipControllerNameValidation lets one process run several managers (tests); no flag.
 	SkipControllerNameValidation bool
@@ -173,6 +178,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.ProfileWorkers, "profile-workers", o.ProfileWorkers, "how many WorkloadProfiles are recomputed at once (each waits mostly on the store and the API server)")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiling endpoints (/debug/pprof/) on the metrics endpoint, behind its authentication when --metrics-secure")
 	fs.IntVar(&o.EnrollmentWorkers, "enrollment-workers", o.EnrollmentWorkers, "how many pods are bound to their profiles at once")
+	fs.Float64Var(&o.PriceCPUHour, "price-cpu-hour", o.PriceCPUHour, "price of one requested cpu core for an hour, for ballast_profile_monthly_savings (0: no such series; the chart sets it from pricing.cpuCoreHour)")
+	fs.Float64Var(&o.PriceGiBHour, "price-gib-hour", o.PriceGiBHour, "price of one requested GiB of memory for an hour, for ballast_profile_monthly_savings (the chart sets it from pricing.memoryGiBHour)")
+	fs.Float64Var(&o.HoursPerMonth, "hours-per-month", o.HoursPerMonth, "hours in a priced month (0: 730)")
 	fs.StringVar(&o.LogStdoutFields, "log-stdout-fields", o.LogStdoutFields, `JSON object of static fields added to every log line, e.g. {"cluster":"prod-eu"}`)
 }
 
@@ -211,6 +219,11 @@ func (o *Options) Validate() error {
 	if o.StatusRefreshInterval < 0 {
 		errs = append(errs, fmt.Errorf("--status-refresh-interval %v: must not be negative", o.StatusRefreshInterval))
 	}
+	for flag, v := range map[string]float64{"price-cpu-hour": o.PriceCPUHour, "price-gib-hour": o.PriceGiBHour, "hours-per-month": o.HoursPerMonth} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			errs = append(errs, fmt.Errorf("--%s %v: must be a number >= 0", flag, v))
+		}
+	}
 	if o.ProfileWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--profile-workers %d: must be at least 1", o.ProfileWorkers))
 	}
@@ -227,6 +240,11 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// prices are the prices of ballast_profile_monthly_savings.
+func (o *Options) prices() savings.Prices {
+	return savings.Prices{CPUCoreHour: o.PriceCPUHour, MemoryGiBHour: o.PriceGiBHour, HoursPerMonth: o.HoursPerMonth}
 }
 
 // pressure is the resize controller's pressure fast-raise setting.

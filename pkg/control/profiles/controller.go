@@ -22,6 +22,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/fallback"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/identity"
+	"github.com/ballastk8s/ballast/pkg/savings"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
 
@@ -62,6 +63,8 @@ type Controller struct {
 	passes keyedMutex
 	// storeWatch says whether the store is full (storefull.go; nil: no StoreFull condition).
 	storeWatch *StoreWatch
+	// prices price ballast_profile_monthly_savings (savings.go).
+	prices savings.Prices
 }
 
 // DefaultWorkers is the profiles controller's default concurrency: a reconcile waits mostly
@@ -115,6 +118,7 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 		interval = c.retry
 	}
 	c.applyStoreFull(next, wp.Generation)
+	c.recordSavings(wp.Name, next, pods)
 	if requeue == 0 || (interval > 0 && interval < requeue) {
 		requeue = interval
 	}

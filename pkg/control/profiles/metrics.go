@@ -18,6 +18,12 @@ type Metrics struct {
 	Purged prometheus.Counter
 	// Info is ballast_profile_info{profile, <identity attributes>}.
 	Info *ProfileInfo
+	// ReclaimableCPU is ballast_profile_reclaimable_cpu_cores{profile}, ReclaimableMemory
+	// ballast_profile_reclaimable_memory_bytes{profile}: what the bound pods request above
+	// the recommendation (pkg/savings); MonthlySavings is
+	// ballast_profile_monthly_savings{profile}, that capacity's monthly cost at the
+	// configured prices (no series without a price).
+	ReclaimableCPU, ReclaimableMemory, MonthlySavings *prometheus.GaugeVec
 }
 
 // NewMetrics creates the instruments and registers them with reg.
@@ -30,8 +36,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Purged: prometheus.NewCounter(prometheus.CounterOpts{Name: "ballast_workload_profiles_purged_total",
 			Help: "WorkloadProfiles deleted with their store data."}),
 		Info: NewProfileInfo(),
+		ReclaimableCPU: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ballast_profile_reclaimable_cpu_cores",
+			Help: "CPU cores the profile's bound pods request above its recommendation, summed over the pods."}, []string{"profile"}),
+		ReclaimableMemory: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ballast_profile_reclaimable_memory_bytes",
+			Help: "Memory bytes the profile's bound pods request above its recommendation, summed over the pods."}, []string{"profile"}),
+		MonthlySavings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ballast_profile_monthly_savings",
+			Help: "Monthly cost of the profile's reclaimable cpu and memory at the configured prices (ballast-control --price-cpu-hour, --price-gib-hour)."}, []string{"profile"}),
 	}
-	reg.MustRegister(m.ThresholdMet, m.Profiles, m.Purged, m.Info)
+	reg.MustRegister(m.ThresholdMet, m.Profiles, m.Purged, m.Info, m.ReclaimableCPU, m.ReclaimableMemory, m.MonthlySavings)
 	return m
 }
 
@@ -52,4 +64,7 @@ func (m *Metrics) clearState(profile string) {
 func (m *Metrics) forget(profile string) {
 	m.Info.Delete(profile)
 	m.clearState(profile)
+	m.ReclaimableCPU.DeleteLabelValues(profile)
+	m.ReclaimableMemory.DeleteLabelValues(profile)
+	m.MonthlySavings.DeleteLabelValues(profile)
 }

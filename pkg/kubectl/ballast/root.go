@@ -110,6 +110,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("%w\nSee '%s --help' for usage.", err, c.CommandPath())}
 	})
 	root.AddCommand(newProfilesCommand(g), newExplainCommand(g), newEnrollCommand(g), newNodeCommand(g))
+	root.AddCommand(newReportCommand(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
 }

@@ -53,14 +53,16 @@ func dashboardConfigMap(t *testing.T, rendered string) *corev1.ConfigMap {
 }
 
 // knownMetrics are the Ballast series the dashboard may use: SPEC §11.2's instruments as
-// exposed, the node agent's (from docs/node-agent.md) and the kube-state-metrics
+// exposed, the profiles controller's savings gauges, the node agent's (from docs/node-agent.md) and the kube-state-metrics
 // custom-resource-state ones the chart's dashboards/kube-state-metrics-ballast.yaml defines.
 func knownMetrics(t *testing.T) []string {
 	known := []string{"ballast_samples_collected_total", "ballast_fetch_errors_total", "ballast_profiles_threshold_met_total",
 		"ballast_profiles", "ballast_pods_processed_total", "ballast_workload_profiles_created_total", "ballast_workload_profiles_purged_total",
 		"ballast_webhook_mutations_total", "ballast_apply_applied_total", "ballast_apply_skipped_total", "ballast_recommendation_clamped_total",
 		"ballast_resize_applied_total", "ballast_resize_failed_total", "ballast_resize_skipped_total", "ballast_resize_outcome_total",
-		"ballast_kill_switch_transitions_total", "ballast_kill_switch_active", "ballast_kill_switch_suppressed_total", "ballast_policies_invalid"}
+		"ballast_kill_switch_transitions_total", "ballast_kill_switch_active", "ballast_kill_switch_suppressed_total", "ballast_policies_invalid",
+		// issue 31's savings gauges (pkg/control/profiles, docs/kubectl-ballast.md "report").
+		"ballast_profile_reclaimable_cpu_cores", "ballast_profile_reclaimable_memory_bytes", "ballast_profile_monthly_savings"}
 	doc, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "docs", "node-agent.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +141,8 @@ func TestDashboard(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"CPU: requests vs recommendation vs usage", "Resize outcomes", "Oldest Deferred resize age", "Agent CPU"} {
+	for _, want := range []string{"CPU: requests vs recommendation vs usage", "Resize outcomes", "Oldest Deferred resize age", "Agent CPU",
+		"Reclaimable cpu", "Reclaimable memory", "Monthly savings"} {
 		if !slices.Contains(titles, want) {
 			t.Errorf("no panel %q", want)
 		}
