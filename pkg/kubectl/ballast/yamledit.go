@@ -1,0 +1,433 @@
+package ballast
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// yamlFile is one YAML stream (a file, kustomize output or a Helm values file) parsed with
+// the yaml.v3 Node API, and the edits planned on it. Edits are never made by re-encoding:
+// the parser's node positions say which bytes of the source hold a value and where a
+// mapping ends, and only those bytes change, so comments, key order, quoting, anchors,
+// indentation and blank lines stay exactly as written.
+type yamlFile struct {
+	Name  string
+	src   []byte
+	lines []int // byte offset of the start of each line
+	Docs  []*yaml.Node
+
+	edits []textEdit
+	notes []string
+}
+
+// textEdit replaces src[start:end] with text (an insertion when start == end). claims
+// are the anchors the edited node is shared through (see claim).
+type textEdit struct {
+	start, end int
+	text       string
+	claims     []claim
+	what       string // for notes: container and field
+	indent     int    // of an inserted block, -1 for a replacement
+}
+
+// claim says an edit reached a node inside anchor through one of its uses: the anchored
+// node itself (use == anchor) or an alias of it.
+type claim struct{ anchor, use *yaml.Node }
+
+func parseYAMLFile(name string, src []byte) (*yamlFile, error) {
+	f := &yamlFile{Name: name, src: src, lines: []int{0}}
+	for i, b := range src {
+		if b == '\n' {
+			f.lines = append(f.lines, i+1)
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	for {
+		n := &yaml.Node{}
+		err := dec.Decode(n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", name, err)
+		}
+		f.Docs = append(f.Docs, n)
+	}
+	return f, nil
+}
+
+func (f *yamlFile) note(format string, args ...any) {
+	f.notes = append(f.notes, fmt.Sprintf(format, args...))
+}
+
+// offset is the byte offset of a 1-based line and column (columns count characters).
+func (f *yamlFile) offset(line, col int) int {
+	if line < 1 || line > len(f.lines) {
+		return len(f.src)
+	}
+	off := f.lines[line-1]
+	for c := 1; c < col && off < len(f.src) && f.src[off] != '\n'; c++ {
+		_, size := utf8.DecodeRune(f.src[off:])
+		off += size
+	}
+	return off
+}
+
+func (f *yamlFile) lineText(line int) string {
+	if line < 1 || line > len(f.lines) {
+		return ""
+	}
+	end := len(f.src)
+	if line < len(f.lines) {
+		end = f.lines[line] - 1
+	}
+	return strings.TrimRight(string(f.src[f.lines[line-1]:end]), "\r")
+}
+
+// indentOf is the number of leading spaces of a line, -1 for a blank line.
+func indentOf(s string) int {
+	t := strings.TrimLeft(s, " ")
+	if strings.TrimSpace(t) == "" {
+		return -1
+	}
+	return len(s) - len(t)
+}
+
+// resolve follows an alias to its anchored node.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// docRoot is the top mapping of a document node.
+func docRoot(d *yaml.Node) *yaml.Node {
+	if d.Kind == yaml.DocumentNode && len(d.Content) == 1 {
+		return resolve(d.Content[0])
+	}
+	return resolve(d)
+}
+
+// lookup returns the value of key in mapping m (aliases resolved), falling back to merge
+// keys (<<: *base); via is the alias the value was reached through, when any.
+func lookup(m *yaml.Node, key string) (val, via *yaml.Node) {
+	m = resolve(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Value == key && k.Tag != "!!merge" {
+			if v.Kind == yaml.AliasNode {
+				return resolve(v), v
+			}
+			return v, nil
+		}
+		if k.Tag == "!!merge" || k.Value == "<<" {
+			if v.Kind == yaml.SequenceNode {
+				merges = append(merges, v.Content...)
+			} else {
+				merges = append(merges, v)
+			}
+		}
+	}
+	for _, mv := range merges {
+		if r, _ := lookup(mv, key); r != nil {
+			if mv.Kind == yaml.AliasNode {
+				return r, mv
+			}
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+// path follows keys from n; nil when one is missing.
+func path(n *yaml.Node, keys ...string) *yaml.Node {
+	for _, k := range keys {
+		n, _ = lookup(n, k)
+		if n == nil {
+			return nil
+		}
+	}
+	return resolve(n)
+}
+
+// kv is one key and its value to write, in order; either value or children is set.
+type kv struct {
+	key      string
+	value    string
+	children []kv
+}
+
+// set plans writing want into mapping m: existing scalars are replaced in place (their
+// quoting kept), missing keys are inserted as a block at the end of m at its keys'
+// indentation, an empty `{}` or an implicit null becomes a block. claims are the anchors
+// m is shared through. It notes what it cannot do and leaves it.
+func (f *yamlFile) set(m *yaml.Node, via *yaml.Node, want []kv, claims []claim, what string) {
+	if via != nil {
+		claims = append(claims, claim{anchor: via.Alias, use: via})
+	}
+	m = resolve(m)
+	if m.Anchor != "" && via == nil {
+		claims = append(claims, claim{anchor: m, use: m})
+	}
+	var missing []kv
+	for _, w := range want {
+		v, vvia := lookup(m, w.key)
+		if v == nil {
+			missing = append(missing, w)
+			continue
+		}
+		cl := claims
+		if vvia != nil {
+			cl = append(append([]claim(nil), claims...), claim{anchor: vvia.Alias, use: vvia})
+			vvia = nil
+		} else if v.Anchor != "" {
+			cl = append(append([]claim(nil), claims...), claim{anchor: v, use: v})
+		}
+		switch {
+		case w.children == nil && v.Kind == yaml.ScalarNode:
+			f.replaceScalar(v, w.value, cl, what+" "+w.key)
+		case w.children != nil && v.Kind == yaml.MappingNode:
+			f.set(v, nil, w.children, cl, what+" "+w.key)
+		case w.children != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!null" && v.Value == "":
+			// `requests:` with nothing after it: the block goes under the key.
+			key := keyNode(m, w.key)
+			f.insertAfterLine(key.Line, key.Column-1+2, w.children, cl, what+" "+w.key)
+		default:
+			f.note("%s: %s is not a mapping of quantities; left as written", what, w.key)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	switch {
+	case m.Style&yaml.FlowStyle != 0 && len(m.Content) == 0:
+		// `resources: {}`: drop the braces, put the block under the key.
+		start := f.offset(m.Line, m.Column)
+		if !bytes.HasPrefix(f.src[start:], []byte("{}")) {
+			f.note("%s: cannot locate the empty mapping; left as written", what)
+			return
+		}
+		for start > 0 && f.src[start-1] == ' ' {
+			start--
+		}
+		end := f.offset(m.Line, m.Column) + 2
+		parentIndent := f.keyIndentBefore(m.Line)
+		f.edits = append(f.edits, textEdit{start: start, end: end, claims: claims, what: what, indent: -1})
+		f.insertAfterLine(m.Line, parentIndent+2, missing, claims, what)
+	case m.Style&yaml.FlowStyle != 0:
+		f.note("%s: adding to a flow mapping ({...}) is not supported; left as written", what)
+	case len(m.Content) == 0:
+		f.note("%s: empty mapping without position; left as written", what)
+	default:
+		indent := m.Content[0].Column - 1
+		f.insertAfterLine(f.endLine(m, indent), indent, missing, claims, what)
+	}
+}
+
+func keyNode(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i]
+		}
+	}
+	return m
+}
+
+// keyIndentBefore is the indentation of the key on line (the line a flow value starts on).
+func (f *yamlFile) keyIndentBefore(line int) int {
+	s := f.lineText(line)
+	ind := indentOf(s)
+	if strings.HasPrefix(s[max(ind, 0):], "- ") {
+		ind += 2
+	}
+	return max(ind, 0)
+}
+
+// endLine is the last line of a block mapping whose keys sit at indent: the last
+// non-blank line from its first key on before a line indented less (a sibling, the next
+// list item, a document marker). Comment lines at or left of the keys' indentation are
+// left to what follows.
+func (f *yamlFile) endLine(m *yaml.Node, indent int) int {
+	last := m.Line
+	for l := m.Line + 1; l <= len(f.lines); l++ {
+		s := f.lineText(l)
+		ind := indentOf(s)
+		if ind < 0 {
+			continue
+		}
+		comment := strings.HasPrefix(strings.TrimLeft(s, " "), "#")
+		if comment {
+			if ind > indent {
+				last = l
+			}
+			continue
+		}
+		if ind < indent || strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
+			break
+		}
+		if ind == indent && strings.HasPrefix(s[ind:], "- ") {
+			break
+		}
+		last = l
+	}
+	return last
+}
+
+// insertAfterLine plans a block of keys after line at indent.
+func (f *yamlFile) insertAfterLine(line, indent int, kvs []kv, claims []claim, what string) {
+	var b strings.Builder
+	renderBlock(&b, kvs, indent)
+	off := len(f.src)
+	if line < len(f.lines) {
+		off = f.lines[line]
+	}
+	text := b.String()
+	if off == len(f.src) && len(f.src) > 0 && f.src[len(f.src)-1] != '\n' {
+		text = "\n" + strings.TrimSuffix(text, "\n")
+	}
+	f.edits = append(f.edits, textEdit{start: off, end: off, text: text, claims: claims, what: what, indent: indent})
+}
+
+func renderBlock(b *strings.Builder, kvs []kv, indent int) {
+	for _, w := range kvs {
+		b.WriteString(strings.Repeat(" ", indent) + w.key + ":")
+		if w.children == nil {
+			b.WriteString(" " + w.value + "\n")
+			continue
+		}
+		b.WriteString("\n")
+		renderBlock(b, w.children, indent+2)
+	}
+}
+
+// replaceScalar plans replacing a scalar's text, inside its quotes when quoted.
+func (f *yamlFile) replaceScalar(n *yaml.Node, value string, claims []claim, what string) {
+	if n.Value == value {
+		return
+	}
+	start := f.offset(n.Line, n.Column)
+	switch n.Style {
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		start++
+	case 0:
+	default:
+		f.note("%s: %q is a block scalar; left as written", what, n.Value)
+		return
+	}
+	end := start + len(n.Value)
+	if end > len(f.src) || string(f.src[start:end]) != n.Value {
+		f.note("%s: cannot locate %q in the source (escaped or tagged); left as written", what, n.Value)
+		return
+	}
+	f.edits = append(f.edits, textEdit{start: start, end: end, text: value, claims: claims, what: what, indent: -1})
+}
+
+// uses counts the uses of every anchored node of the document: itself plus its aliases.
+func uses(d *yaml.Node) map[*yaml.Node]int {
+	out := map[*yaml.Node]int{}
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.AliasNode {
+			out[n.Alias]++
+			return
+		}
+		if n.Anchor != "" {
+			out[n]++
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(d)
+	return out
+}
+
+// apply returns the edited source. An edit to a node shared through an anchor is kept
+// only when every use of the anchor asked for the same text at the same place; otherwise
+// every edit through that anchor is dropped with a note, so no workload the user did not
+// ask about (or that wants another size) changes by accident.
+func (f *yamlFile) apply() []byte {
+	count := map[*yaml.Node]int{}
+	for _, d := range f.Docs {
+		for a, n := range uses(d) {
+			count[a] += n
+		}
+	}
+	type site struct{ start, end, indent int }
+	bySite := map[site][]textEdit{}
+	var order []site
+	for _, e := range f.edits {
+		s := site{e.start, e.end, e.indent}
+		if _, ok := bySite[s]; !ok {
+			order = append(order, s)
+		}
+		bySite[s] = append(bySite[s], e)
+	}
+	bad := map[*yaml.Node]bool{}
+	for _, s := range order {
+		es := bySite[s]
+		anchors := map[*yaml.Node]map[*yaml.Node]bool{}
+		same := true
+		for _, e := range es {
+			same = same && e.text == es[0].text
+			for _, c := range e.claims {
+				if anchors[c.anchor] == nil {
+					anchors[c.anchor] = map[*yaml.Node]bool{}
+				}
+				anchors[c.anchor][c.use] = true
+			}
+		}
+		for a, us := range anchors {
+			if !same || len(us) < count[a] {
+				bad[a] = true
+			}
+		}
+		if !same && len(anchors) == 0 {
+			f.note("%s: two workloads want different values in one place; left as written", es[0].what)
+		}
+	}
+	for a := range bad {
+		f.note("line %d: &%s is shared by %d uses that are not all sized alike; left as written", a.Line, a.Anchor, count[a])
+	}
+	var keep []textEdit
+	for _, s := range order {
+		e := bySite[s][0]
+		drop := false
+		for _, x := range bySite[s] {
+			if x.text != e.text {
+				drop = true
+			}
+			for _, c := range x.claims {
+				drop = drop || bad[c.anchor]
+			}
+		}
+		if !drop {
+			keep = append(keep, e)
+		}
+	}
+	// Back to front; of two blocks inserted at one place the shallower goes in first, so
+	// the deeper one (the tail of the inner mapping) ends up in front of it.
+	sort.SliceStable(keep, func(i, j int) bool {
+		if keep[i].start != keep[j].start {
+			return keep[i].start > keep[j].start
+		}
+		return keep[i].indent < keep[j].indent
+	})
+	out := append([]byte(nil), f.src...)
+	for _, e := range keep {
+		out = append(out[:e.start], append([]byte(e.text), out[e.end:]...)...)
+	}
+	return out
+}
