@@ -222,7 +222,9 @@ func exportOne(ctx context.Context, src recSource, w liveWorkload) (*exported, s
 	return e, note, nil
 }
 
-func exportsField(f sizing.FieldPlan) bool { return (f.Managed && f.HasRecommended) || f.Changed || f.Clamped }
+func exportsField(f sizing.FieldPlan) bool {
+	return (f.Managed && f.HasRecommended) || f.Changed || f.Clamped
+}
 
 func merge(l corev1.ResourceList, res corev1.ResourceName, u sizing.Units) corev1.ResourceList {
 	if l == nil {
