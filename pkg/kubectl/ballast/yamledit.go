@@ -375,7 +375,7 @@ func (f *yamlFile) apply() []byte {
 		}
 		bySite[s] = append(bySite[s], e)
 	}
-	bad := map[*yaml.Node]bool{}
+	bad := map[*yaml.Node]string{} // anchor → why its edits are dropped
 	for _, s := range order {
 		es := bySite[s]
 		anchors := map[*yaml.Node]map[*yaml.Node]bool{}
@@ -390,16 +390,26 @@ func (f *yamlFile) apply() []byte {
 			}
 		}
 		for a, us := range anchors {
-			if !same || len(us) < count[a] {
-				bad[a] = true
+			switch {
+			case !same:
+				bad[a] = "its uses want different sizes"
+			case len(us) < count[a] && bad[a] == "":
+				bad[a] = "it is also used where Ballast does not size it"
 			}
 		}
 		if !same && len(anchors) == 0 {
 			f.note("%s: two workloads want different values in one place; left as written", es[0].what)
 		}
 	}
+	var reported []*yaml.Node
 	for a := range bad {
-		f.note("line %d: &%s is shared by %d uses that are not all sized alike; left as written", a.Line, a.Anchor, count[a])
+		if !insideAny(a, bad) {
+			reported = append(reported, a)
+		}
+	}
+	sort.Slice(reported, func(i, j int) bool { return reported[i].Line < reported[j].Line })
+	for _, a := range reported {
+		f.note("&%s (line %d) is shared by %d uses and %s; left as written", a.Anchor, a.Line, count[a], bad[a])
 	}
 	var keep []textEdit
 	for _, s := range order {
@@ -410,7 +420,7 @@ func (f *yamlFile) apply() []byte {
 				drop = true
 			}
 			for _, c := range x.claims {
-				drop = drop || bad[c.anchor]
+				drop = drop || bad[c.anchor] != ""
 			}
 		}
 		if !drop {
@@ -430,4 +440,24 @@ func (f *yamlFile) apply() []byte {
 		out = append(out[:e.start], append([]byte(e.text), out[e.end:]...)...)
 	}
 	return out
+}
+
+// insideAny reports whether n lies inside another node of set (so only the outermost
+// shared node is named in a note).
+func insideAny(n *yaml.Node, set map[*yaml.Node]string) bool {
+	for a := range set {
+		if a != n && contains(a, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(root, n *yaml.Node) bool {
+	for _, c := range root.Content {
+		if c == n || (c.Kind != yaml.AliasNode && contains(c, n)) {
+			return true
+		}
+	}
+	return false
 }
