@@ -154,7 +154,7 @@ func TestUnifiedDiff(t *testing.T) {
 		"equal": {"x\n", "x\n", ""},
 		"change in the middle": {"1\n2\n3\n4\n5\n6\n7\n8\n9\n", "1\n2\n3\n4\nfive\n6\n7\n8\n9\n",
 			"--- a/f\n+++ b/f\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"},
-		"insert at the top": {"a\nb\n", "new\na\nb\n", "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n+new\n a\n b\n"},
+		"insert at the top":     {"a\nb\n", "new\na\nb\n", "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n+new\n a\n b\n"},
 		"no newline at the end": {"a\nb", "a\nc", "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"},
 		"two hunks": {"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "one\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\ntwelve\n",
 			"--- a/f\n+++ b/f\n@@ -1,4 +1,4 @@\n-1\n+one\n 2\n 3\n 4\n@@ -9,4 +9,4 @@\n 9\n 10\n 11\n-12\n+twelve\n"},
