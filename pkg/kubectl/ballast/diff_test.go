@@ -3,13 +3,18 @@ package ballast
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
@@ -66,6 +71,8 @@ func TestDiffGolden(t *testing.T) {
 		// its limit, a Pod with an empty requests:, an Accruing profile, a template
 		// without a profile, an unknown custom kind.
 		"batch": {"-f", diffData + "/manifests/batch.yaml"},
+		// Four-space indentation: inserted blocks follow the file's step.
+		"wide-indent": {"-f", diffData + "/manifests/wide-indent.yaml"},
 		// A directory: every *.yaml below it, in name order.
 		"directory": {"-f", diffData + "/manifests"},
 		// Helm values: nested resources keys, a list item named by `name`, a flow
@@ -92,7 +99,7 @@ func TestDiffGolden(t *testing.T) {
 // against the originals).
 func TestDiffWriteIdempotent(t *testing.T) {
 	dir := t.TempDir()
-	files := []string{"manifests/web.yaml", "manifests/anchors.yaml", "manifests/batch.yaml", "helm/values.yaml"}
+	files := []string{"manifests/anchors.yaml", "manifests/batch.yaml", "manifests/web.yaml", "manifests/wide-indent.yaml", "helm/values.yaml"}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(diffData, f))
 		if err != nil {
@@ -166,4 +173,88 @@ func TestUnifiedDiff(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDiffChangesOnlyResources checks every golden input against what --write makes of
+// it: both parse, decoded (aliases resolved) they are equal outside `resources` keys, and
+// every resources map written decodes as Kubernetes resource requirements.
+func TestDiffChangesOnlyResources(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"manifests/anchors.yaml", "manifests/batch.yaml", "manifests/web.yaml", "manifests/wide-indent.yaml", "helm/values.yaml"} {
+		t.Run(f, func(t *testing.T) {
+			orig, err := os.ReadFile(filepath.Join(diffData, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, filepath.Base(f))
+			if err := os.WriteFile(p, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"diff", "--write", "-f", p}
+			if strings.HasPrefix(f, "helm/") {
+				args = []string{"diff", "--write", "--helm-values", p, "--helm-profile", "shop--chart--default-a9696153", "--helm-key", "resources=app"}
+			}
+			if r := runPlugin(t, append(args, offline...)...); r.code != 0 || r.stdout == "" {
+				t.Fatalf("--write: exit %d, stdout %q: %s", r.code, r.stdout, r.stderr)
+			}
+			written, _ := os.ReadFile(p)
+			before, after := decodeAll(t, orig), decodeAll(t, written)
+			if d := cmp.Diff(withoutResources(before, nil), withoutResources(after, nil)); d != "" {
+				t.Errorf("something outside resources changed (-before +after):\n%s", d)
+			}
+			var checked int
+			withoutResources(after, func(v any) {
+				checked++
+				js, _ := json.Marshal(v)
+				var rr corev1.ResourceRequirements
+				if err := json.Unmarshal(js, &rr); err != nil {
+					t.Errorf("written resources %s do not decode: %v", js, err)
+				}
+			})
+			if checked == 0 {
+				t.Error("no resources found in the written file")
+			}
+		})
+	}
+}
+
+func decodeAll(t *testing.T, b []byte) []any {
+	t.Helper()
+	var out []any
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatalf("does not parse: %v", err)
+		}
+		out = append(out, v)
+	}
+}
+
+// withoutResources copies v with every `resources` value removed, handing each to visit.
+func withoutResources(v any, visit func(any)) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if k == "resources" {
+				if visit != nil {
+					visit(e)
+				}
+				continue
+			}
+			out[k] = withoutResources(e, visit)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutResources(e, visit)
+		}
+		return out
+	}
+	return v
 }

@@ -252,7 +252,7 @@ func (e exported) render() string {
 		fmt.Fprintf(&b, "%s%s:\n", pad, key)
 		for _, c := range cs {
 			fmt.Fprintf(&b, "%s- name: %s\n%s  resources:\n", pad, c.Name, pad)
-			renderBlock(&b, resourcesKV(c.Requests, c.Limits), indent+4)
+			renderBlock(&b, resourcesKV(c.Requests, c.Limits), indent+4, 2)
 		}
 	}
 	list("initContainers", e.sidecars)

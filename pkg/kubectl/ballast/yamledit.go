@@ -25,6 +25,7 @@ type yamlFile struct {
 
 	edits []textEdit
 	notes []string
+	step  int // indentation of a nested block mapping relative to its key, as the file writes it
 }
 
 // textEdit replaces src[start:end] with text (an insertion when start == end). claims
@@ -60,7 +61,33 @@ func parseYAMLFile(name string, src []byte) (*yamlFile, error) {
 		}
 		f.Docs = append(f.Docs, n)
 	}
+	f.step = 2
+	for _, d := range f.Docs {
+		if st := indentStep(d); st > 0 {
+			f.step = st
+			break
+		}
+	}
 	return f, nil
+}
+
+// indentStep is how far the file indents a block mapping under its key: the first
+// `key:` whose value is a block mapping on the next lines; 0 when there is none.
+func indentStep(n *yaml.Node) int {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Line > k.Line && v.Column > k.Column {
+				return v.Column - k.Column
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if st := indentStep(c); st > 0 {
+			return st
+		}
+	}
+	return 0
 }
 
 func (f *yamlFile) note(format string, args ...any) {
@@ -203,7 +230,7 @@ func (f *yamlFile) set(m *yaml.Node, via *yaml.Node, want []kv, claims []claim, 
 		case w.children != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!null" && v.Value == "":
 			// `requests:` with nothing after it: the block goes under the key.
 			key := keyNode(m, w.key)
-			f.insertAfterLine(key.Line, key.Column-1+2, w.children, cl, what+" "+w.key)
+			f.insertAfterLine(key.Line, key.Column-1+f.step, w.children, cl, what+" "+w.key)
 		default:
 			f.note("%s: %s is not a mapping of quantities; left as written", what, w.key)
 		}
@@ -225,7 +252,7 @@ func (f *yamlFile) set(m *yaml.Node, via *yaml.Node, want []kv, claims []claim, 
 		end := f.offset(m.Line, m.Column) + 2
 		parentIndent := f.keyIndentBefore(m.Line)
 		f.edits = append(f.edits, textEdit{start: start, end: end, claims: claims, what: what, indent: -1})
-		f.insertAfterLine(m.Line, parentIndent+2, missing, claims, what)
+		f.insertAfterLine(m.Line, parentIndent+f.step, missing, claims, what)
 	case m.Style&yaml.FlowStyle != 0:
 		f.note("%s: adding to a flow mapping ({...}) is not supported; left as written", what)
 	case len(m.Content) == 0:
@@ -288,7 +315,7 @@ func (f *yamlFile) endLine(m *yaml.Node, indent int) int {
 // insertAfterLine plans a block of keys after line at indent.
 func (f *yamlFile) insertAfterLine(line, indent int, kvs []kv, claims []claim, what string) {
 	var b strings.Builder
-	renderBlock(&b, kvs, indent)
+	renderBlock(&b, kvs, indent, f.step)
 	off := len(f.src)
 	if line < len(f.lines) {
 		off = f.lines[line]
@@ -300,7 +327,7 @@ func (f *yamlFile) insertAfterLine(line, indent int, kvs []kv, claims []claim, w
 	f.edits = append(f.edits, textEdit{start: off, end: off, text: text, claims: claims, what: what, indent: indent})
 }
 
-func renderBlock(b *strings.Builder, kvs []kv, indent int) {
+func renderBlock(b *strings.Builder, kvs []kv, indent, step int) {
 	for _, w := range kvs {
 		b.WriteString(strings.Repeat(" ", indent) + w.key + ":")
 		if w.children == nil {
@@ -308,7 +335,7 @@ func renderBlock(b *strings.Builder, kvs []kv, indent int) {
 			continue
 		}
 		b.WriteString("\n")
-		renderBlock(b, w.children, indent+2)
+		renderBlock(b, w.children, indent+step, step)
 	}
 }
 
