@@ -220,15 +220,23 @@ func TestDiffChangesOnlyResources(t *testing.T) {
 
 func decodeAll(t *testing.T, b []byte) []any {
 	t.Helper()
+	out, err := tryDecodeAll(b)
+	if err != nil {
+		t.Fatalf("does not parse: %v", err)
+	}
+	return out
+}
+
+func tryDecodeAll(b []byte) ([]any, error) {
 	var out []any
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	for {
 		var v any
 		if err := dec.Decode(&v); err != nil {
 			if errors.Is(err, io.EOF) {
-				return out
+				return out, nil
 			}
-			t.Fatalf("does not parse: %v", err)
+			return nil, err
 		}
 		out = append(out, v)
 	}

@@ -146,7 +146,17 @@ func docRoot(d *yaml.Node) *yaml.Node {
 // lookup returns the value of key in mapping m (aliases resolved), falling back to merge
 // keys (<<: *base); via is the alias the value was reached through, when any.
 func lookup(m *yaml.Node, key string) (val, via *yaml.Node) {
+	return lookupDepth(m, key, 0)
+}
+
+// maxMergeDepth bounds merge-key chains, so a mapping merging itself cannot loop.
+const maxMergeDepth = 16
+
+func lookupDepth(m *yaml.Node, key string, depth int) (val, via *yaml.Node) {
 	m = resolve(m)
+	if depth > maxMergeDepth {
+		return nil, nil
+	}
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil, nil
 	}
@@ -168,7 +178,7 @@ func lookup(m *yaml.Node, key string) (val, via *yaml.Node) {
 		}
 	}
 	for _, mv := range merges {
-		if r, _ := lookup(mv, key); r != nil {
+		if r, _ := lookupDepth(mv, key, depth+1); r != nil {
 			if mv.Kind == yaml.AliasNode {
 				return r, mv
 			}
