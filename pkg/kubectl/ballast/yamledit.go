@@ -294,8 +294,9 @@ func (f *yamlFile) keyIndentBefore(line int) int {
 
 // endLine is the last line of a block mapping whose keys sit at indent: the last
 // non-blank line from its first key on before a line indented less (a sibling, the next
-// list item, a document marker). Comment lines at or left of the keys' indentation are
-// left to what follows.
+// list item, a document marker). A `- ` at the keys' own indentation is a block sequence
+// value of one of them (a next list item's dash sits left of its keys). Comment lines at
+// or left of the keys' indentation are left to what follows.
 func (f *yamlFile) endLine(m *yaml.Node, indent int) int {
 	last := m.Line
 	for l := m.Line + 1; l <= len(f.lines); l++ {
@@ -312,9 +313,6 @@ func (f *yamlFile) endLine(m *yaml.Node, indent int) int {
 			continue
 		}
 		if ind < indent || strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
-			break
-		}
-		if ind == indent && strings.HasPrefix(s[ind:], "- ") {
 			break
 		}
 		last = l
