@@ -64,6 +64,13 @@ the one-unit step-down, QoS pinning).`,
 	f.StringSliceVar(&o.idLabels, "identity-labels", nil, "with --profiles: the identity labels (default: the chart's app.kubernetes.io/name,app.kubernetes.io/component)")
 	f.BoolVar(&o.write, "write", false, "write the change into the files instead of printing it")
 	f.BoolVar(&o.exitCode, "exit-code", false, fmt.Sprintf("exit with %d when there is a change", ExitDiff))
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml")
+	_ = cmd.MarkFlagDirname("kustomize")
+	_ = cmd.MarkFlagFilename("helm-values", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("profiles", "yaml", "yml")
+	_ = cmd.RegisterFlagCompletionFunc("helm-profile", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return (&profilesOptions{globals: g}).completeProfiles(cmd)
+	})
 	return cmd
 }
 

@@ -42,6 +42,8 @@ stream, or with --dir one file per workload, DIR/NAMESPACE/KIND-NAME.yaml.`,
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "yaml", "output format: yaml")
 	cmd.Flags().StringVar(&o.dir, "dir", "", "write one file per workload below DIR instead of stdout")
+	_ = cmd.MarkFlagDirname("dir")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
