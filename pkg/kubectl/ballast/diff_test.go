@@ -266,3 +266,30 @@ func withoutResources(v any, visit func(any)) any {
 	}
 	return v
 }
+
+// TestDiffCRLF: a file with CRLF line ends gets CRLF in the lines Ballast adds.
+func TestDiffCRLF(t *testing.T) {
+	src := strings.ReplaceAll(`apiVersion: v1
+kind: Pod
+metadata:
+  name: debug
+  namespace: shop
+  labels: {app.kubernetes.io/name: debug, app.kubernetes.io/component: shell}
+spec:
+  containers:
+  - name: shell
+    image: busybox
+`, "\n", "\r\n")
+	p := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runPlugin(t, append([]string{"diff", "--write", "-f", p}, offline...)...); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got, _ := os.ReadFile(p)
+	want := src + strings.ReplaceAll("    resources:\n      requests:\n        cpu: 10m\n        memory: 16Mi\n", "\n", "\r\n")
+	if d := cmp.Diff(want, string(got)); d != "" {
+		t.Error(d)
+	}
+}

@@ -24,7 +24,8 @@ type yamlFile struct {
 
 	edits []textEdit
 	notes []string
-	step  int // indentation of a nested block mapping relative to its key, as the file writes it
+	step  int  // indentation of a nested block mapping relative to its key, as the file writes it
+	crlf  bool // the file ends its lines with CRLF: inserted lines do too
 }
 
 // textEdit replaces src[start:end] with text (an insertion when start == end). claims
@@ -61,6 +62,7 @@ func parseYAMLFile(name string, src []byte) (*yamlFile, error) {
 		f.Docs = append(f.Docs, n)
 	}
 	f.step = 2
+	f.crlf = bytes.Contains(src, []byte("\r\n"))
 	for _, d := range f.Docs {
 		if st := indentStep(d); st > 0 {
 			f.step = st
@@ -328,6 +330,9 @@ func (f *yamlFile) insertAfterLine(line, indent int, kvs []kv, claims []claim, w
 		off = f.lines[line]
 	}
 	text := b.String()
+	if f.crlf {
+		text = strings.ReplaceAll(text, "\n", "\r\n")
+	}
 	if off == len(f.src) && len(f.src) > 0 && f.src[len(f.src)-1] != '\n' {
 		text = "\n" + strings.TrimSuffix(text, "\n")
 	}
