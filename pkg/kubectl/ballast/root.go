@@ -96,7 +96,9 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   profiles   every WorkloadProfile: requests vs recommendation vs usage, and the saving
   explain    why a pod (or a Deployment's next pod) gets the requests and limits it gets
   enroll     add the Ballast mode label to Deployments, StatefulSets and DaemonSets
-  node       what the node agent on a node sees (its debug view, through the API server)`,
+  node       what the node agent on a node sees (its debug view, through the API server)
+  diff       the resources Ballast recommends, as a diff of your manifests (or --write)
+  export     kustomize patches setting the recommended resources, one per workload`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl ballast"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -109,8 +111,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("%w\nSee '%s --help' for usage.", err, c.CommandPath())}
 	})
-	root.AddCommand(newProfilesCommand(g), newExplainCommand(g), newEnrollCommand(g), newNodeCommand(g))
-	root.AddCommand(newReportCommand(g))
+	root.AddCommand(newProfilesCommand(g), newExplainCommand(g), newEnrollCommand(g), newNodeCommand(g),
+		newDiffCommand(g), newExportCommand(g), newReportCommand(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
 }
