@@ -98,7 +98,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   enroll     add the Ballast mode label to Deployments, StatefulSets and DaemonSets
   node       what the node agent on a node sees (its debug view, through the API server)
   diff       the resources Ballast recommends, as a diff of your manifests (or --write)
-  export     kustomize patches setting the recommended resources, one per workload`,
+  export     kustomize patches setting the recommended resources, one per workload
+  report     what right-sizing saves: requested vs recommended vs used, and its cost`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl ballast"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
