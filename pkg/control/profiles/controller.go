@@ -62,6 +62,8 @@ type Controller struct {
 	passes keyedMutex
 	// storeWatch says whether the store is full (storefull.go; nil: no StoreFull condition).
 	storeWatch *StoreWatch
+	// backfill gives new profiles day-0 history from Prometheus (backfill.go; nil: off).
+	backfill *backfillState
 }
 
 // DefaultWorkers is the profiles controller's default concurrency: a reconcile waits mostly
@@ -109,6 +111,7 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 	if err != nil || deleted {
 		return reconcile.Result{}, err
 	}
+	bfEvents := c.applyBackfill(ctx, wp, next, snap, now)
 	interval, err := c.compute(ctx, wp, next, snap, now)
 	if err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "computing profile statistics; keeping the last recommendations", "profile", wp.Name)
@@ -120,7 +123,7 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 	}
 	// Computed before the patch, which overwrites wp with the stored result. A held status
 	// publishes nothing: its events come with the write that carries them.
-	evts := transitions(wp, next)
+	evts := append(transitions(wp, next), bfEvents...)
 	held, err := c.patchStatus(ctx, wp, next, now)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -134,6 +137,7 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 func (c *Controller) forget(name string) {
 	c.metrics.forget(name)
 	c.writes.forget(name)
+	c.forgetBackfill(name)
 }
 
 // clearState removes the profile's series of the ballast_profiles gauge (compute.go's
