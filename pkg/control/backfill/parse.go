@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,8 +48,8 @@ type rangeAnswer struct {
 	Data      *struct {
 		ResultType string `json:"resultType"`
 		Result     []struct {
-			Metric map[string]string   `json:"metric"`
-			Values [][]json.RawMessage `json:"values"`
+			Metric map[string]string `json:"metric"`
+			Values []rawPoint        `json:"values"`
 		} `json:"result"`
 	} `json:"data"`
 }
@@ -75,34 +76,56 @@ func ParseRange(r io.Reader) (out []Series, skipped int, err error) {
 	for _, res := range a.Data.Result {
 		s := Series{Labels: res.Metric, Points: make([]Point, 0, len(res.Values))}
 		for _, v := range res.Values {
-			p, ok := parsePoint(v)
-			if !ok {
+			if !v.ok {
 				skipped++
 				continue
 			}
-			s.Points = append(s.Points, p)
+			s.Points = append(s.Points, v.p)
 		}
 		out = append(out, s)
 	}
 	return out, skipped, nil
 }
 
-// parsePoint reads one [unix seconds (number), "value" (string)] pair.
-func parsePoint(v []json.RawMessage) (Point, bool) {
-	if len(v) != 2 {
-		return Point{}, false
+// rawPoint is one [unix seconds (number), "value" (string)] pair. It decodes itself
+// without reflection (a day of 1,000 pods is 1.4 million of them per query); a pair that is
+// not of that shape, or whose value is not a finite non-negative number, decodes with ok
+// false and is skipped, while malformed JSON still fails the whole answer.
+type rawPoint struct {
+	p  Point
+	ok bool
+}
+
+func (r *rawPoint) UnmarshalJSON(b []byte) error {
+	*r = rawPoint{}
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		if !json.Valid(b) {
+			return fmt.Errorf("%w: bad sample %q", ErrGarbage, b)
+		}
+		return nil // valid JSON of another shape: skipped
 	}
-	ts, err := strconv.ParseFloat(string(v[0]), 64)
+	inner := b[1 : len(b)-1]
+	comma := bytes.IndexByte(inner, ',')
+	if comma < 0 {
+		return nil
+	}
+	tsText, valText := bytes.TrimSpace(inner[:comma]), bytes.TrimSpace(inner[comma+1:])
+	ts, err := strconv.ParseFloat(string(tsText), 64)
 	if err != nil || math.IsNaN(ts) || ts < 0 || ts > 1e11 {
-		return Point{}, false
+		return nil
 	}
-	var str string
-	if json.Unmarshal(v[1], &str) != nil {
-		return Point{}, false
+	if len(valText) < 2 || valText[0] != '"' || valText[len(valText)-1] != '"' {
+		return nil
 	}
-	val, err := strconv.ParseFloat(str, 64)
+	str := valText[1 : len(valText)-1]
+	if bytes.ContainsAny(str, `"\`) {
+		return nil
+	}
+	val, err := strconv.ParseFloat(string(str), 64)
 	if err != nil || math.IsNaN(val) || math.IsInf(val, 0) || val < 0 {
-		return Point{}, false
+		return nil
 	}
-	return Point{UnixMilli: int64(math.Round(ts * 1000)), Value: val}, true
+	r.p, r.ok = Point{UnixMilli: int64(math.Round(ts * 1000)), Value: val}, true
+	return nil
 }

@@ -23,7 +23,7 @@ func TestParseRange(t *testing.T) {
 				Points: []Point{{1700000000000, 0.25}, {1700000060500, 1000}}}},
 		},
 		"bad points are skipped": {
-			in: `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"NaN"],[2,"+Inf"],[3,"-1"],[4,"x"],[5],["a","1"],[6,7],[8,"2"]]}]}}`,
+			in:      `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"NaN"],[2,"+Inf"],[3,"-1"],[4,"x"],[5],["a","1"],[6,7],[8,"2"]]}]}}`,
 			want:    []Series{{Labels: map[string]string{}, Points: []Point{{8000, 2}}}},
 			skipped: 7,
 		},
