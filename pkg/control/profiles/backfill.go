@@ -80,12 +80,15 @@ func (c *Controller) applyBackfill(ctx context.Context, wp *ballastv1.WorkloadPr
 	if prev == nil && hasHistory(next) {
 		return nil // history from before backfills were turned on: nothing to add
 	}
-	if prev != nil && !retriable(prev.Reason) {
+	bs.mu.Lock()
+	retryAt, pending := bs.retryAt[wp.Name]
+	due := now.After(retryAt) && now.After(bs.downUntil)
+	bs.mu.Unlock()
+	// A failure is tried again when its reason is transient, or this process marked the
+	// outcome as retriable (a store error before anything was claimed).
+	if prev != nil && !retriable(prev.Reason) && !pending {
 		return nil
 	}
-	bs.mu.Lock()
-	due := now.After(bs.retryAt[wp.Name]) && now.After(bs.downUntil)
-	bs.mu.Unlock()
 	if !due {
 		return nil
 	}
