@@ -14,7 +14,7 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## build the pinned test-bed tools (kube v1.37.2, etcd, helm, kwok, controller-gen) into bin/
+tools: ## build the pinned test-bed tools (kube v1.37.2, etcd, helm, kwok, controller-gen, metrics-server, prometheus v3.16.0) into bin/
 	@hack/tools/build.sh
 
 .PHONY: build

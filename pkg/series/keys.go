@@ -140,6 +140,10 @@ func RollupsKey(profile string) string { return profilePrefix(profile) + "rollup
 // EpochKey is the profile's compaction counter.
 func EpochKey(profile string) string { return profilePrefix(profile) + "epoch" }
 
+// BackfillKey marks a profile as backfilled from Prometheus (SET NX before the samples are
+// written), so a restarted or new leader never writes that history twice.
+func BackfillKey(profile string) string { return profilePrefix(profile) + "backfill" }
+
 // OOMKey is the profile's OOM-kill stream.
 func OOMKey(profile string) string { return profilePrefix(profile) + "oom" }
 
@@ -202,7 +206,7 @@ func PurgePatterns(profile string) []string {
 	p := profilePrefix(profile)
 	return []string{
 		IndexKey(profile), PendingKey(profile), RollupsKey(profile), EpochKey(profile), OOMKey(profile), PressureKey(profile),
-		p + "w:*", p + "p:*", p + "r:*",
+		BackfillKey(profile), p + "w:*", p + "p:*", p + "r:*",
 	}
 }
 

@@ -22,6 +22,7 @@ func TestKeys(t *testing.T) {
 		"epoch":          {EpochKey(prof), "ballast:{0123456789abcdef}:epoch"},
 		"oom":            {OOMKey(prof), "ballast:{0123456789abcdef}:oom"},
 		"pressure":       {PressureKey(prof), "ballast:{0123456789abcdef}:pressure"},
+		"backfill":       {BackfillKey(prof), "ballast:{0123456789abcdef}:backfill"},
 		"token":          {app.Token(), "app/memory/usage"},
 		"pod token":      {pod.Token(), "/ephemeral-storage/usage"},
 		"member":         {Member(app, start), "app/memory/usage:1780000200"},

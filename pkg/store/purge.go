@@ -34,7 +34,7 @@ func (c *Client) Purge(ctx context.Context, profile string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purging profile %s: listing rollups: %w", profile, err)
 	}
-	keys := make([]string, 0, len(pending)+2*len(rollups)+6)
+	keys := make([]string, 0, len(pending)+2*len(rollups)+7)
 	for _, m := range pending {
 		keys = append(keys, series.WindowKeyOf(profile, m))
 	}
@@ -42,7 +42,7 @@ func (c *Client) Purge(ctx context.Context, profile string) (int64, error) {
 		keys = append(keys, series.RollupKeyOf(profile, m), series.LegacyRollupKeyOf(profile, m))
 	}
 	// The sets themselves go last, so a failed purge can be repeated.
-	keys = append(keys, series.IndexKey(profile), series.EpochKey(profile), series.OOMKey(profile), series.PressureKey(profile),
+	keys = append(keys, series.IndexKey(profile), series.EpochKey(profile), series.OOMKey(profile), series.PressureKey(profile), series.BackfillKey(profile),
 		series.RollupsKey(profile), series.PendingKey(profile))
 	var cmds valkey.Commands
 	for lo := 0; lo < len(keys); lo += purgeBatch {

@@ -217,6 +217,14 @@ seccompProfile:
 - --fallback-ephemeral-storage
 {{- end }}
 {{- end }}
+{{- with .Values.history.prometheus }}
+{{- if .url }}
+- --history-prometheus-url={{ .url }}
+{{- if ne (toString .timeout) "30s" }}
+- --history-prometheus-timeout={{ .timeout }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if not .Values.understudy.enabled }}
 - --understudy=false
 {{- else }}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/backfill"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/events"
@@ -111,6 +112,15 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		return nil, err
 	}
 	cs.Profiles.SetFallback(cs.Fallback)
+	if o.HistoryPrometheusURL != "" {
+		prom, err := backfill.NewPrometheus(o.HistoryPrometheusURL, o.HistoryPrometheusTimeout)
+		if err != nil {
+			return nil, err
+		}
+		// Its own store connection, like the fallback's.
+		b := backfill.New(prom, store.NewProfileReaderConfig(o.StoreConfig()), backfill.Options{})
+		cs.Profiles.SetBackfill(b, backfill.NewMetrics(d.Registry), profiles.BackfillOptions{Timeout: o.HistoryPrometheusTimeout})
+	}
 	cs.Profiles.SetStatusRefresh(o.StatusRefreshInterval)
 	cs.Profiles.SetWorkers(o.ProfileWorkers)
 	cs.Profiles.SetPrices(o.prices())

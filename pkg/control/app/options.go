@@ -10,6 +10,7 @@ import (
 	"time"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/control/backfill"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/profiles"
 	"github.com/ballastk8s/ballast/pkg/control/resize"
@@ -80,6 +81,11 @@ type Options struct {
 	// FallbackEphemeralStorage reads those pods' ephemeral storage from the kubelet Summary
 	// API through the API server's node proxy (get on nodes/proxy).
 	FallbackEphemeralStorage bool
+	// HistoryPrometheusURL, when set, gives each new WorkloadProfile day-0 history: the
+	// cAdvisor usage of its pods read once from this Prometheus HTTP API (pkg/control/backfill),
+	// each backfill bounded by HistoryPrometheusTimeout.
+	HistoryPrometheusURL     string
+	HistoryPrometheusTimeout time.Duration
 
 	// ProfileWorkers is how many WorkloadProfiles the profiles controller reconciles at
 	// once; EnrollmentWorkers how many pods the enrollment controller reconciles at once.
@@ -105,33 +111,34 @@ func NewOptions() *Options {
 		redis = "redis://localhost:6379"
 	}
 	return &Options{
-		MetricsBindAddress:     "0",
-		MetricsSecure:          true,
-		HealthProbeBindAddress: ":8081",
-		LeaderElect:            true,
-		Understudy:             true,
-		UnderstudyMaxHold:      understudy.DefaultMaxHold,
-		Fallback:               true,
-		FallbackInterval:       30 * time.Second,
-		WebhookCertName:        "tls.crt",
-		WebhookCertKey:         "tls.key",
-		WebhookPort:            ballastv1.WebhookPort,
-		WebhookCertMode:        "builtin",
-		WebhookSecretName:      "ballast-webhook-cert",
-		WebhookConfigName:      "ballast",
-		OperatorNamespace:      ns,
-		RedisURL:               redis,
-		Store:                  store.ConfigFromEnv(""),
-		DryRun:                 "none",
-		LogLevel:               "info",
-		LogFormat:              "json",
-		LogStdout:              true,
-		PressureRaiseThreshold: 100 * resize.DefaultPressureThreshold,
-		PressureRaiseSustain:   resize.DefaultPressureSustain,
-		StatusRefreshInterval:  profiles.DefaultStatusRefresh,
-		StoreCapacityInterval:  profiles.DefaultStoreCapacityInterval,
-		ProfileWorkers:         profiles.DefaultWorkers,
-		EnrollmentWorkers:      enrollment.DefaultWorkers,
+		MetricsBindAddress:       "0",
+		MetricsSecure:            true,
+		HealthProbeBindAddress:   ":8081",
+		LeaderElect:              true,
+		Understudy:               true,
+		UnderstudyMaxHold:        understudy.DefaultMaxHold,
+		Fallback:                 true,
+		FallbackInterval:         30 * time.Second,
+		HistoryPrometheusTimeout: 30 * time.Second,
+		WebhookCertName:          "tls.crt",
+		WebhookCertKey:           "tls.key",
+		WebhookPort:              ballastv1.WebhookPort,
+		WebhookCertMode:          "builtin",
+		WebhookSecretName:        "ballast-webhook-cert",
+		WebhookConfigName:        "ballast",
+		OperatorNamespace:        ns,
+		RedisURL:                 redis,
+		Store:                    store.ConfigFromEnv(""),
+		DryRun:                   "none",
+		LogLevel:                 "info",
+		LogFormat:                "json",
+		LogStdout:                true,
+		PressureRaiseThreshold:   100 * resize.DefaultPressureThreshold,
+		PressureRaiseSustain:     resize.DefaultPressureSustain,
+		StatusRefreshInterval:    profiles.DefaultStatusRefresh,
+		StoreCapacityInterval:    profiles.DefaultStoreCapacityInterval,
+		ProfileWorkers:           profiles.DefaultWorkers,
+		EnrollmentWorkers:        enrollment.DefaultWorkers,
 	}
 }
 
@@ -171,6 +178,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Fallback, "fallback", o.Fallback, "measure enrolled pods on nodes without a live node agent through metrics.k8s.io (needs metrics-server or another provider, and get/list on pods.metrics.k8s.io)")
 	fs.DurationVar(&o.FallbackInterval, "fallback-interval", o.FallbackInterval, "how often metrics.k8s.io is read for pods on nodes without a live node agent (each reading is written once; the metrics API's own resolution bounds the sample rate)")
 	fs.BoolVar(&o.FallbackEphemeralStorage, "fallback-ephemeral-storage", o.FallbackEphemeralStorage, "with --fallback, also read ephemeral storage of those pods from the kubelet Summary API through the node proxy (needs get on nodes/proxy)")
+	fs.StringVar(&o.HistoryPrometheusURL, "history-prometheus-url", o.HistoryPrometheusURL, "Prometheus HTTP API (e.g. http://prometheus.monitoring:9090) from which a new WorkloadProfile is backfilled once with its pods' cAdvisor usage over the retention window (selected through kube-state-metrics' kube_pod_labels); empty: no backfill")
+	fs.DurationVar(&o.HistoryPrometheusTimeout, "history-prometheus-timeout", o.HistoryPrometheusTimeout, "longest one profile's backfill from --history-prometheus-url may take (every query and the store write); past it the profile accrues without it")
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
@@ -235,6 +244,14 @@ func (o *Options) Validate() error {
 	}
 	if o.FallbackInterval < time.Second {
 		errs = append(errs, fmt.Errorf("--fallback-interval %v: must be at least 1s", o.FallbackInterval))
+	}
+	if o.HistoryPrometheusURL != "" {
+		if _, err := backfill.NewPrometheus(o.HistoryPrometheusURL, o.HistoryPrometheusTimeout); err != nil {
+			errs = append(errs, fmt.Errorf("--history-prometheus-url: %w", err))
+		}
+		if o.HistoryPrometheusTimeout < time.Second {
+			errs = append(errs, fmt.Errorf("--history-prometheus-timeout %v: must be at least 1s", o.HistoryPrometheusTimeout))
+		}
 	}
 	if err := o.StoreConfig().ValidateFlags(); err != nil {
 		errs = append(errs, err)

@@ -65,6 +65,8 @@ type Controller struct {
 	storeWatch *StoreWatch
 	// prices price ballast_profile_monthly_savings (savings.go).
 	prices savings.Prices
+	// backfill gives new profiles day-0 history from Prometheus (backfill.go; nil: off).
+	backfill *backfillState
 }
 
 // DefaultWorkers is the profiles controller's default concurrency: a reconcile waits mostly
@@ -112,6 +114,7 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 	if err != nil || deleted {
 		return reconcile.Result{}, err
 	}
+	bfEvents := c.applyBackfill(ctx, wp, next, snap, now)
 	interval, err := c.compute(ctx, wp, next, snap, now)
 	if err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "computing profile statistics; keeping the last recommendations", "profile", wp.Name)
@@ -124,7 +127,7 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 	}
 	// Computed before the patch, which overwrites wp with the stored result. A held status
 	// publishes nothing: its events come with the write that carries them.
-	evts := transitions(wp, next)
+	evts := append(transitions(wp, next), bfEvents...)
 	held, err := c.patchStatus(ctx, wp, next, now)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -138,6 +141,7 @@ func (c *Controller) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfil
 func (c *Controller) forget(name string) {
 	c.metrics.forget(name)
 	c.writes.forget(name)
+	c.forgetBackfill(name)
 }
 
 // clearState removes the profile's series of the ballast_profiles gauge (compute.go's

@@ -31,12 +31,17 @@ func TestPurge(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		raw := c.Raw()
+		for _, prof := range []string{p, other} { // the day-0 backfill's marker
+			if err := raw.Do(ctx, raw.B().Set().Key(series.BackfillKey(prof)).Value("history: backfilled").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		rd := mustReader(t, c, l)
 		if _, err := rd.Read(ctx, p, now); err != nil { // compacts, so rollups and the epoch exist
 			t.Fatal(err)
 		}
 		// A rollup left as a hash by a version before packed rollups.
-		raw := c.Raw()
 		members, err := raw.Do(ctx, raw.B().Zrange().Key(series.RollupsKey(p)).Min("0").Max("0").Build()).AsStrSlice()
 		if err != nil || len(members) != 1 {
 			t.Fatalf("rollups of %s: %v, %v", p, members, err)

@@ -35,6 +35,13 @@ const (
 	// the other nodes' samples of the same series (reason OutlierNode, the message naming
 	// the node, resource and both figures); removed when no node disagrees.
 	ConditionRecommendationBounded = "RecommendationBounded"
+	// ConditionBackfilled is present once ballast-control (with --history-prometheus-url)
+	// tried to give a new profile day-0 history from Prometheus. True, reason Backfilled:
+	// the samples were written into the store once (message "history: backfilled N days
+	// from Prometheus ..."), and readiness counts them like any other. False: nothing was
+	// written and the profile accrues as without it; the reason says why (NoHistory,
+	// PrometheusUnavailable, BadAnswer, StoreError) and the message gives the error.
+	ConditionBackfilled = "Backfilled"
 
 	ReasonValid             = "Valid"
 	ReasonSamplesCollected  = "SamplesCollected"
@@ -50,6 +57,13 @@ const (
 	ReasonStoreReset                = "StoreReset"
 	// ReasonMaxMemoryReached is StoreFull's reason.
 	ReasonMaxMemoryReached = "MaxMemoryReached"
+
+	// Backfilled's reasons (pkg/control/backfill's results).
+	ReasonBackfilled            = "Backfilled"
+	ReasonBackfillNoHistory     = "NoHistory"
+	ReasonPrometheusUnavailable = "PrometheusUnavailable"
+	ReasonBackfillBadAnswer     = "BadAnswer"
+	ReasonBackfillStoreError    = "StoreError"
 )
 
 // Policy kinds as they appear in PolicyRef.
@@ -280,11 +294,13 @@ type WorkloadProfileStatus struct {
 	// node-local and every pod is covered by an agent.
 	// +optional
 	Fallback *FallbackStatus `json:"fallback,omitempty"`
-	// Conditions: Ready, Orphaned, Sufficient, AgentCoverage.
+	// Conditions: Ready, Orphaned, Sufficient, AgentCoverage, Stale, StoreFull,
+	// RecommendationBounded, and Backfilled (day-0 history read from Prometheus: True once
+	// its samples were written, False with the reason nothing was).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=12
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

@@ -1,0 +1,97 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Prometheus is a real Prometheus server (v3.16, hack/tools/prometheus) on 127.0.0.1,
+// whose TSDB was filled before it started with `promtool tsdb create-blocks-from
+// openmetrics`: hours of history in seconds, without waiting for scrapes.
+type Prometheus struct {
+	URL  string
+	dir  string
+	proc *Proc
+}
+
+// StartPrometheus writes openMetrics (OpenMetrics text with sample timestamps, ending in
+// "# EOF") into TSDB blocks and starts Prometheus on them, with no scrape targets.
+func StartPrometheus(openMetrics []byte) (*Prometheus, error) {
+	prom, err := Tool("prometheus")
+	if err != nil {
+		return nil, err
+	}
+	promtool, err := Tool("promtool")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "ballast-prometheus-")
+	if err != nil {
+		return nil, err
+	}
+	data, input := filepath.Join(dir, "data"), filepath.Join(dir, "history.om")
+	if err := os.WriteFile(input, openMetrics, 0o644); err != nil {
+		return nil, err
+	}
+	// 24h blocks: one or two blocks for a day of history instead of twelve 2h ones.
+	out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h", input, data).CombinedOutput()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("promtool tsdb create-blocks-from openmetrics: %w: %s", err, tail(out))
+	}
+	_ = os.Remove(input)
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 15s\n"), 0o644); err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	p, err := StartProc(dir, "prometheus", prom, "--config.file="+cfg, "--storage.tsdb.path="+data,
+		"--storage.tsdb.retention.time=30d", "--web.listen-address="+addr, "--log.level=warn")
+	if err != nil {
+		return nil, err
+	}
+	pr := &Prometheus{URL: "http://" + addr, dir: dir, proc: p}
+	err = Poll(context.Background(), 60*time.Second, "prometheus ready", func() error {
+		if ok, err := p.Exited(); ok {
+			return fmt.Errorf("prometheus exited (%v): %s", err, Tail(p.Log, 20))
+		}
+		resp, err := http.Get(pr.URL + "/-/ready")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/-/ready: %s", resp.Status)
+		}
+		return nil
+	})
+	if err != nil {
+		pr.Stop()
+		return nil, err
+	}
+	return pr, nil
+}
+
+// Stop ends the server and removes its data.
+func (p *Prometheus) Stop() {
+	p.proc.Stop(5 * time.Second)
+	_ = os.RemoveAll(p.dir)
+}
+
+func tail(b []byte) []byte {
+	if i := len(b) - 2000; i > 0 {
+		b = b[i:]
+	}
+	return bytes.TrimSpace(b)
+}
