@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -197,5 +198,70 @@ func TestFastRaiseRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFastRaiseSent: a container kill above the OOM bump's reach raises the memory limit in
+// place through pods/resize in the same tick (no interval, no cooldown), on a node with room:
+// the limit becomes max(peak × 1.2, peak + 100Mi), the request is kept (Burstable stays
+// Burstable), one Raised event, one "sent" count, and the next tick raises nothing more.
+func TestFastRaiseSent(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-a", UID: "u1",
+		Labels:      map[string]string{ballastv1.ModeLabel: ballastv1.ModeResize},
+		Annotations: map[string]string{ballastv1.ProfileRefAnnotation: "web"}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: bytes(128 << 20)},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: bytes(1 << 30)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}}}
+	wp := &ballastv1.WorkloadProfile{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	wp.Status.MeasurementHash = "h1"
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = ballastv1.AddToScheme(s)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(pod, node, wp).
+		WithIndex(&corev1.Pod{}, enrollment.ModeIndex, func(o client.Object) []string {
+			return []string{o.GetLabels()[ballastv1.ModeLabel]}
+		}).
+		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
+			return []string{o.(*corev1.Pod).Spec.NodeName}
+		}).Build()
+	const peak = 1000 << 20
+	src := &oomStream{recs: []store.OOMRecord{{ID: "1-0", Event: series.OOMEvent{Container: "app", Pod: "shop/web-a",
+		Node: "n1", At: t0.Add(-10 * time.Second), PeakBytes: peak, LimitBytes: 1 << 30, Kind: "container"}}}}
+	rec := record.NewFakeRecorder(8)
+	m := NewMetrics(prometheus.NewRegistry(), nil)
+	ctl := New(clocktesting.NewFakePassiveClock(t0), c, c, config.NewState(nil), resolve.New(c), m, events.New(rec),
+		logr.Discard(), Options{OOM: src})
+	for range 2 {
+		if err := ctl.FastRaise().Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil {
+		t.Fatal(err)
+	}
+	res := got.Spec.Containers[0].Resources
+	wantLim := int64(peak * 6 / 5) // peak × 1.2 > peak + 100Mi at this peak
+	if l := res.Limits[corev1.ResourceMemory]; l.Value() != wantLim {
+		t.Errorf("memory limit %s (%d), want %d", l.String(), l.Value(), wantLim)
+	}
+	if r := res.Requests[corev1.ResourceMemory]; r.Value() != 128<<20 {
+		t.Errorf("memory request %s, want it kept at 128Mi", r.String())
+	}
+	if n := testutil.ToFloat64(m.Raises.WithLabelValues("oom", "sent")); n != 1 {
+		t.Errorf("raises{oom,sent} = %v, want 1", n)
+	}
+	close(rec.Events)
+	var raised int
+	for e := range rec.Events {
+		if strings.Contains(e, "OOM-killed") {
+			raised++
+		}
+	}
+	if raised != 1 {
+		t.Errorf("%d raise events, want 1", raised)
 	}
 }
