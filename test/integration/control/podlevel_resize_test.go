@@ -1,0 +1,81 @@
+package control
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ballastk8s/ballast/test/harness"
+)
+
+// podLevelResizeOutcome creates a running pod with pod-level spec.resources on a node of
+// kube and sends pods/resize with the pod-level cpu request and memory limit changed (the
+// container's own values changed to match). It returns the API server's error (nil when
+// accepted) and the stored pod-level resources afterwards.
+func podLevelResizeOutcome(t *testing.T, kube *harness.Kube) (error, *corev1.ResourceRequirements) {
+	t.Helper()
+	ctx := context.Background()
+	e := &env{kube: kube, c: kube.Client}
+	e.makeNode(t, "pl-node", "8", "16Gi", 110, "linux")
+	ns := e.namespace(t, "pl")
+	p := boundPod("pl", ns, "", "pl", "pl-node", res2("1", "1Gi", "2Gi"))
+	p.Spec.Resources = &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+	}
+	mustCreate(t, e.c, p)
+	key := types.NamespacedName{Namespace: ns, Name: "pl"}
+	p = e.running(t, key)
+	body := `{"spec":{"resources":{"requests":{"cpu":"500m","memory":"1Gi"},"limits":{"memory":"1536Mi"}},` +
+		`"containers":[{"name":"app","resources":{"requests":{"cpu":"500m","memory":"1Gi"},"limits":{"memory":"1536Mi"}}}]}}`
+	err := e.c.SubResource("resize").Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, []byte(body)))
+	got := &corev1.Pod{}
+	if gerr := e.c.Get(ctx, key, got); gerr != nil {
+		t.Fatal(gerr)
+	}
+	return err, got.Spec.Resources
+}
+
+// TestPodLevelResizeAPI records what the 1.37.2 API server does with an in-place resize
+// of pod-level spec.resources: with the default feature gates it rejects it (pod-level
+// resources are GA, their in-place resize is not on), so Ballast does not send one; with
+// InPlacePodLevelResourcesVerticalScaling on it accepts it. docs/resize.md quotes both.
+func TestPodLevelResizeAPI(t *testing.T) {
+	t.Run("default gates", func(t *testing.T) {
+		kube, err := harness.StartKube(harness.KubeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kube.Stop()
+		err, pr := podLevelResizeOutcome(t, kube)
+		t.Logf("pods/resize of spec.resources, default gates: err=%v, stored %v / %v", err, pr.Requests, pr.Limits)
+		if err == nil {
+			t.Fatalf("accepted with the default gates (stored %v): update docs/resize.md and let resize send pod-level changes", pr)
+		}
+		if !strings.Contains(err.Error(), "resources") {
+			t.Fatalf("rejected for another reason: %v", err)
+		}
+	})
+	t.Run("InPlacePodLevelResourcesVerticalScaling on", func(t *testing.T) {
+		kube, err := harness.StartKube(harness.KubeOptions{APIServerFlags: map[string]string{
+			"feature-gates": "InPlacePodLevelResourcesVerticalScaling=true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kube.Stop()
+		err, pr := podLevelResizeOutcome(t, kube)
+		t.Logf("pods/resize of spec.resources, gate on: err=%v, stored %v / %v", err, pr.Requests, pr.Limits)
+		if err != nil {
+			t.Fatalf("rejected with the gate on: %v", err)
+		}
+		if pr.Limits.Memory().String() != "1536Mi" || pr.Requests.Cpu().String() != "500m" {
+			t.Fatalf("stored %v / %v", pr.Requests, pr.Limits)
+		}
+	})
+}
+
