@@ -15,9 +15,9 @@ import (
 
 // podLevelResizeOutcome creates a running pod with pod-level spec.resources on a node of
 // kube and sends pods/resize with the pod-level cpu request and memory limit changed (the
-// container's own values changed to match). It returns the API server's error (nil when
-// accepted) and the stored pod-level resources afterwards.
-func podLevelResizeOutcome(t *testing.T, kube *harness.Kube) (error, *corev1.ResourceRequirements) {
+// container's own values changed to match). It returns the stored pod-level resources
+// afterwards and the API server's error (nil when accepted).
+func podLevelResizeOutcome(t *testing.T, kube *harness.Kube) (*corev1.ResourceRequirements, error) {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{kube: kube, c: kube.Client}
@@ -38,7 +38,7 @@ func podLevelResizeOutcome(t *testing.T, kube *harness.Kube) (error, *corev1.Res
 	if gerr := e.c.Get(ctx, key, got); gerr != nil {
 		t.Fatal(gerr)
 	}
-	return err, got.Spec.Resources
+	return got.Spec.Resources, err
 }
 
 // TestPodLevelResizeAPI records what the 1.37.2 API server does with an in-place resize
@@ -52,7 +52,7 @@ func TestPodLevelResizeAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer kube.Stop()
-		err, pr := podLevelResizeOutcome(t, kube)
+		pr, err := podLevelResizeOutcome(t, kube)
 		t.Logf("pods/resize of spec.resources, default gates: err=%v, stored %v / %v", err, pr.Requests, pr.Limits)
 		if err == nil {
 			t.Fatalf("accepted with the default gates (stored %v): update docs/resize.md and let resize send pod-level changes", pr)
@@ -68,7 +68,7 @@ func TestPodLevelResizeAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer kube.Stop()
-		err, pr := podLevelResizeOutcome(t, kube)
+		pr, err := podLevelResizeOutcome(t, kube)
 		t.Logf("pods/resize of spec.resources, gate on: err=%v, stored %v / %v", err, pr.Requests, pr.Limits)
 		if err != nil {
 			t.Fatalf("rejected with the gate on: %v", err)
@@ -78,4 +78,3 @@ func TestPodLevelResizeAPI(t *testing.T) {
 		}
 	})
 }
-
