@@ -138,7 +138,7 @@ func Calculate(pod *corev1.Pod, recs Recommendations, p Params, s Stepping) Plan
 	c.bound(pod, &plan)
 	repin(pod, &plan)
 	plan.Runtimes = runtimes
-	if p.PodLevel == PodLevelSize {
+	if p.sizesPodLevel(s) {
 		plan.Pod = sizePodLevel(pod, &plan, c.written(pod, &plan))
 	}
 	return plan

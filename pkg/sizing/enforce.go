@@ -36,7 +36,7 @@ func (c *calculator) bound(pod *corev1.Pod, plan *Plan) {
 // spec.resources are rewritten from the containers afterwards (sizePodLevel), so they do
 // not hold container changes back.
 func (c *calculator) checked(pod *corev1.Pod) *corev1.Pod {
-	if c.params.PodLevel != PodLevelSize || pod.Spec.Resources == nil {
+	if !c.params.sizesPodLevel(c.stepping) || pod.Spec.Resources == nil {
 		return pod
 	}
 	out := pod.DeepCopy()

@@ -30,6 +30,15 @@ type Params struct {
 	// PodLevel is PodLevelSize when pods with pod-level spec.resources get them sized from
 	// their containers; otherwise (keep) container changes are kept within them.
 	PodLevel string
+	// PodLevelInPlace lets a Stepped (resize) plan change pod-level spec.resources; without
+	// it a resize treats podLevel size as keep, since the API server rejects the change
+	// unless InPlacePodLevelResourcesVerticalScaling is on.
+	PodLevelInPlace bool
+}
+
+// sizesPodLevel reports whether a plan of stepping s rewrites pod-level resources.
+func (p Params) sizesPodLevel(s Stepping) bool {
+	return p.PodLevel == PodLevelSize && (s == AtOnce || p.PodLevelInPlace)
 }
 
 // Pod-level modes (policy spec.podLevel).

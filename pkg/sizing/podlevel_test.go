@@ -1,6 +1,7 @@
 package sizing
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -120,5 +121,38 @@ func TestPodLevelChecksCatchInvalid(t *testing.T) {
 	vs := podResourceChecks(p, after, aggregate(after, requestsOf), map[corev1.ResourceName]bool{"memory": true})
 	if len(vs) == 0 {
 		t.Fatal("a container above the pod limit passed")
+	}
+}
+
+// In resize, podLevel size rewrites pod-level resources only with PodLevelInPlace; without
+// it the containers are kept within them, as with keep.
+func TestResizePodLevelInPlace(t *testing.T) {
+	p := pod(container("app").req("cpu", "1", "memory", "1Gi").lim("memory", "1Gi")).
+		podLevel(corev1.ResourceRequirements{Requests: rl("cpu", "1", "memory", "1Gi"), Limits: rl("memory", "1Gi")}).obj()
+	recs := Recommendations{"app": {"cpu": rec("cpu", "500m", ""), "memory": rec("memory", "1536Mi", "1536Mi")}}
+	for _, inPlace := range []bool{false, true} {
+		params := settings(defaultManaged(), 10, 100)
+		params.PodLevel, params.PodLevelInPlace = PodLevelSize, inPlace
+		d := Resize(p, recs, params)
+		if d.Reason != "" {
+			t.Fatalf("inPlace %v: reason %s (%s)", inPlace, d.Reason, d.Message)
+		}
+		var mem string
+		for _, ch := range d.Changes {
+			if q, ok := ch.Limits["memory"]; ok {
+				mem = q.String()
+			}
+		}
+		switch {
+		case !inPlace && (d.Pod != nil || mem != ""):
+			t.Errorf("without in-place pod-level resize: pod %v, memory limit %q; want the growth held within the pod level", d.Pod, mem)
+		case inPlace && (d.Pod == nil || mem != "1536Mi"):
+			t.Errorf("with in-place pod-level resize: pod %v, memory limit %q", d.Pod, mem)
+		case inPlace:
+			body, err := ResizePatchWithPod(p, d.Changes, d.Pod)
+			if err != nil || !strings.Contains(string(body), `"resources":{"requests":{"cpu":"500m","memory":"1536Mi"},"limits":{"memory":"1536Mi"}}`) {
+				t.Errorf("patch %s, %v", body, err)
+			}
+		}
 	}
 }

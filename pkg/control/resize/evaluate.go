@@ -8,6 +8,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/bounds"
+	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
@@ -85,8 +86,15 @@ func (c *Controller) profileOf(ctx context.Context, pod *corev1.Pod) (*profileCt
 		return nil, false
 	}
 	recs, _ := sizing.ParseRecommendations(wp.Status.Containers)
-	return &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
+	return &profileCtx{profile: wp, policy: pol, recs: recs, params: c.paramsFor(pol),
 		interval: pol.Resize.Interval, now: c.clock.Now()}, true
+}
+
+// paramsFor is sizing.ParamsFor with the controller's pod-level setting.
+func (c *Controller) paramsFor(pol *policy.Compiled) sizing.Params {
+	p := sizing.ParamsFor(pol)
+	p.PodLevelInPlace = c.opts.PodLevelInPlace
+	return p
 }
 
 // targets are the full proposed resources per changed container.
