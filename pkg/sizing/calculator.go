@@ -114,6 +114,7 @@ type FieldPlan struct {
 // planned; pod is not modified.
 func Calculate(pod *corev1.Pod, recs Recommendations, p Params, s Stepping) Plan {
 	c := calculator{params: p, stepping: s, thresholds: map[Target]*big.Rat{}, maxChange: p.maxChange()}
+	orig := recs
 	// Raise memory to the runtime's floor (-Xmx + non-heap, GOMEMLIMIT, old space) first:
 	// the allowed range below still caps it, since an admin's maxAllowed and the largest
 	// node are hard limits.
@@ -140,6 +141,14 @@ func Calculate(pod *corev1.Pod, recs Recommendations, p Params, s Stepping) Plan
 	plan.Runtimes = runtimes
 	if p.sizesPodLevel(s) {
 		plan.Pod = sizePodLevel(pod, &plan, c.written(pod, &plan))
+		if plan.Pod != nil && plan.Pod.Held != "" {
+			// The pod level stays as written: plan the containers within it (keep).
+			keep := p
+			keep.PodLevel = PodLevelKeep
+			held := Calculate(pod, orig, keep, s)
+			held.Pod = plan.Pod
+			return held
+		}
 	}
 	return plan
 }
@@ -237,8 +246,9 @@ func (c *calculator) resource(ctr *corev1.Container, res corev1.ResourceName, r 
 	if lim.Managed && r.HasLimit {
 		lim.Recommended, lim.HasRecommended = r.Limit, true
 		c.move(&lim, limQ, res, Limit, r.Limit)
-		if c.holdShrink(ctr.Name, res) && lim.Changed && lim.Target < lim.Current {
-			// A jvm keeps the heap it sized at start: shrink at restart only.
+		if c.holdShrink(ctr.Name, res) && lim.Changed && (lim.Target < lim.Current || lim.Current == 0) {
+			// A jvm keeps the heap it sized at start: shrink at restart only. Adding a
+			// limit where there was none is a shrink from unbounded.
 			lim.Target, lim.Changed, lim.Reason = lim.Current, false, ReasonRestartOnly
 		}
 	}

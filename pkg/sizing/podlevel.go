@@ -61,6 +61,10 @@ func sizePodLevel(pod *corev1.Pod, plan *Plan, written []ContainerChanges) *PodP
 				newLim = m
 				pp.Notes = append(pp.Notes, fmt.Sprintf("%s limit raised to the largest container limit %s", res, m.String()))
 			}
+			if agg, ok := reqAgg[res]; ok && agg.Cmp(newLim) > 0 {
+				newLim = agg.DeepCopy()
+				pp.Notes = append(pp.Notes, fmt.Sprintf("%s limit raised to the containers' aggregate request %s", res, agg.String()))
+			}
 		}
 		switch {
 		case hasReq && hasLim && curReq.Cmp(curLim) == 0:
