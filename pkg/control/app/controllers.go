@@ -132,7 +132,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	cs.Cluster.SetResolver(d.Resolver)
 	cs.Namespaced.SetResolver(d.Resolver)
 	cs.Enrollment.SetEvents(d.Events)
-	ro := resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests, PodLevelInPlace: o.ResizePodLevel,
+	ro := resize.Options{DryRun: o.DryRun == "resize" || o.DryRun == "all", PredictedRequests: o.PredictedRequests,
 		OOM: streams, OOMEvery: time.Second}
 	if o.PressureRaiseThreshold > 0 {
 		ro.Pressure, ro.PressureRaise = streams, o.pressure()

@@ -62,9 +62,6 @@ type Options struct {
 	UnderstudyMaxHold time.Duration
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on owners.
 	PredictedRequests bool
-	// ResizePodLevel lets the resize controller change pod-level spec.resources in place
-	// (policy podLevel: size); needs InPlacePodLevelResourcesVerticalScaling on the cluster.
-	ResizePodLevel bool
 	// PressureRaiseThreshold (percent of the time stalled on memory, 0 = off) and
 	// PressureRaiseSustain: a resize-mode container above the one for the other is raised
 	// in place at once (ARCHITECTURE.md "Fast raises").
@@ -172,7 +169,6 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevelWatcher, "log-level-watcher", o.LogLevelWatcher, "log level of enrollment (default --log-level)")
 	fs.StringVar(&o.LogLevelCollector, "log-level-collector", o.LogLevelCollector, "log level of profile statistics (default --log-level)")
 	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
-	fs.BoolVar(&o.ResizePodLevel, "resize-pod-level", o.ResizePodLevel, "resize pod-level spec.resources in place for policies with podLevel: size (needs the InPlacePodLevelResourcesVerticalScaling feature gate; without it container resizes are kept within the pod-level values)")
 	fs.BoolVar(&o.PredictedRequests, "predicted-requests-annotation", o.PredictedRequests, "publish autoscaling.k8s.io/predicted-pod-requests (Karpenter's in-place RFC) on the Deployments and StatefulSets of sized pods; needs get and patch on them")
 	fs.Float64Var(&o.PressureRaiseThreshold, "pressure-raise-threshold", o.PressureRaiseThreshold, "percent of the time a resize-mode container may be stalled on memory (PSI, or eBPF reclaim stall on cgroup v1) before it is raised in place at once; 0 turns the pressure fast raise off")
 	fs.DurationVar(&o.PressureRaiseSustain, "pressure-raise-sustain", o.PressureRaiseSustain, "how long the memory pressure must stay at or above --pressure-raise-threshold without a break")

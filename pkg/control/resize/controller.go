@@ -49,9 +49,6 @@ import (
 type Options struct {
 	// DryRun is true when --dry-run is resize or all (SPEC §10.3).
 	DryRun bool
-	// PodLevelInPlace lets resizes of podLevel: size pods change pod-level spec.resources
-	// (--resize-pod-level); otherwise container changes are kept within them.
-	PodLevelInPlace bool
 	// DonorWait is rung 1's time limit: how long a growth sent after donor shrinks may stay
 	// Deferred before the ladder moves on. Default 1m.
 	DonorWait time.Duration
@@ -290,7 +287,7 @@ func (p *ProfilePass) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfi
 	for _, p := range problems {
 		log.V(1).Info("ignoring an unreadable recommendation", "profile", wp.Name, "problem", p.String())
 	}
-	pc := &profileCtx{profile: wp, policy: pol, recs: recs, params: c.paramsFor(pol),
+	pc := &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
 		interval: pol.Resize.Interval, now: c.clock.Now()}
 	if c.predicted != nil {
 		if err := c.predicted.Reconcile(ctx, PredictedInput{Profile: wp, Recommendations: recs, Params: pc.params}); err != nil {

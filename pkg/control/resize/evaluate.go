@@ -8,7 +8,6 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/bounds"
-	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
@@ -45,7 +44,9 @@ func (c *Controller) evaluate(ctx context.Context, pc *profileCtx, pod *corev1.P
 		log.Error(err, "reading bounds; not resizing")
 		return proposal{}, false
 	}
-	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: pc.recs, Params: objs.Params(pc.params),
+	params := objs.Params(pc.params)
+	params.PodLevelInPlace = c.podLevelInPlace(ctx, pod, params)
+	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: pc.recs, Params: params,
 		Interval: pc.interval, Now: pc.now, DryRun: c.opts.DryRun})
 	if len(d.Plan.Bounded) > 0 {
 		log.Info("resize targets bounded", "bounded", sizing.Summary(d.Plan.Bounded))
@@ -86,15 +87,8 @@ func (c *Controller) profileOf(ctx context.Context, pod *corev1.Pod) (*profileCt
 		return nil, false
 	}
 	recs, _ := sizing.ParseRecommendations(wp.Status.Containers)
-	return &profileCtx{profile: wp, policy: pol, recs: recs, params: c.paramsFor(pol),
+	return &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
 		interval: pol.Resize.Interval, now: c.clock.Now()}, true
-}
-
-// paramsFor is sizing.ParamsFor with the controller's pod-level setting.
-func (c *Controller) paramsFor(pol *policy.Compiled) sizing.Params {
-	p := sizing.ParamsFor(pol)
-	p.PodLevelInPlace = c.opts.PodLevelInPlace
-	return p
 }
 
 // targets are the full proposed resources per changed container.

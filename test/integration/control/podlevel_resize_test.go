@@ -17,13 +17,23 @@ import (
 // kube and sends pods/resize with the pod-level cpu request and memory limit changed (the
 // container's own values changed to match). It returns the stored pod-level resources
 // afterwards and the API server's error (nil when accepted).
-func podLevelResizeOutcome(t *testing.T, kube *harness.Kube) (*corev1.ResourceRequirements, error) {
+func podLevelResizeOutcome(t *testing.T, kube *harness.Kube, node string, declared []string) (*corev1.ResourceRequirements, error) {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{kube: kube, c: kube.Client}
-	e.makeNode(t, "pl-node", "8", "16Gi", 110, "linux")
+	e.makeNode(t, node, "8", "16Gi", 110, "linux")
+	if declared != nil {
+		n := &corev1.Node{}
+		if err := e.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			t.Fatal(err)
+		}
+		n.Status.DeclaredFeatures = declared
+		if err := e.c.Status().Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ns := e.namespace(t, "pl")
-	p := boundPod("pl", ns, "", "pl", "pl-node", res2("1", "1Gi", "2Gi"))
+	p := boundPod("pl", ns, "", "pl", node, res2("1", "1Gi", "2Gi"))
 	p.Spec.Resources = &corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
@@ -41,37 +51,32 @@ func podLevelResizeOutcome(t *testing.T, kube *harness.Kube) (*corev1.ResourceRe
 	return got.Spec.Resources, err
 }
 
-// TestPodLevelResizeAPI records what the 1.37.2 API server does with an in-place resize
-// of pod-level spec.resources: with the default feature gates it rejects it (pod-level
-// resources are GA, their in-place resize is not on), so Ballast does not send one; with
-// InPlacePodLevelResourcesVerticalScaling on it accepts it. docs/resize.md quotes both.
+// TestPodLevelResizeAPI records what the 1.37.2 API server (default feature gates) does with
+// an in-place resize of pod-level spec.resources: it checks the node's declared features
+// (status.declaredFeatures), so a node whose kubelet does not declare
+// InPlacePodLevelResourcesVerticalScaling gets a 403, and one that does gets the resize
+// stored. docs/resize.md quotes both.
 func TestPodLevelResizeAPI(t *testing.T) {
-	t.Run("default gates", func(t *testing.T) {
-		kube, err := harness.StartKube(harness.KubeOptions{})
-		if err != nil {
-			t.Fatal(err)
+	kube, err := harness.StartKube(harness.KubeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kube.Stop()
+	t.Run("node without the declared feature", func(t *testing.T) {
+		pr, err := podLevelResizeOutcome(t, kube, "pl-plain", nil)
+		t.Logf("pods/resize of spec.resources: err=%v, stored %v / %v", err, pr.Requests, pr.Limits)
+		if err == nil || !strings.Contains(err.Error(), "InPlacePodLevelResourcesVerticalScaling which are not available on node") {
+			t.Fatalf("want the declared-features refusal, got %v (stored %v)", err, pr)
 		}
-		defer kube.Stop()
-		pr, err := podLevelResizeOutcome(t, kube)
-		t.Logf("pods/resize of spec.resources, default gates: err=%v, stored %v / %v", err, pr.Requests, pr.Limits)
-		if err == nil {
-			t.Fatalf("accepted with the default gates (stored %v): update docs/resize.md and let resize send pod-level changes", pr)
-		}
-		if !strings.Contains(err.Error(), "resources") {
-			t.Fatalf("rejected for another reason: %v", err)
+		if pr.Limits.Memory().String() != "2Gi" {
+			t.Fatalf("refused resize changed the pod: %v", pr.Limits)
 		}
 	})
-	t.Run("InPlacePodLevelResourcesVerticalScaling on", func(t *testing.T) {
-		kube, err := harness.StartKube(harness.KubeOptions{APIServerFlags: map[string]string{
-			"feature-gates": "InPlacePodLevelResourcesVerticalScaling=true"}})
+	t.Run("node declaring InPlacePodLevelResourcesVerticalScaling", func(t *testing.T) {
+		pr, err := podLevelResizeOutcome(t, kube, "pl-declared", []string{"InPlacePodLevelResourcesVerticalScaling"})
+		t.Logf("pods/resize of spec.resources: err=%v, stored %v / %v", err, pr.Requests, pr.Limits)
 		if err != nil {
-			t.Fatal(err)
-		}
-		defer kube.Stop()
-		pr, err := podLevelResizeOutcome(t, kube)
-		t.Logf("pods/resize of spec.resources, gate on: err=%v, stored %v / %v", err, pr.Requests, pr.Limits)
-		if err != nil {
-			t.Fatalf("rejected with the gate on: %v", err)
+			t.Fatalf("rejected: %v", err)
 		}
 		if pr.Limits.Memory().String() != "1536Mi" || pr.Requests.Cpu().String() != "500m" {
 			t.Fatalf("stored %v / %v", pr.Requests, pr.Limits)

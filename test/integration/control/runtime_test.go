@@ -224,3 +224,65 @@ func TestResizeJVMRestartOnly(t *testing.T) {
 		t.Fatalf("memory shrunk in place: request %s limit %s", memReq(p), memLim(p))
 	}
 }
+
+// TestResizePodLevel: under podLevel size, a resize-mode pod on a node whose kubelet
+// declares InPlacePodLevelResourcesVerticalScaling gets its pod-level spec.resources
+// resized in the same pods/resize patch as its container; a pod of the same profile on a
+// node that does not declare it gets its container resized within the pod-level values,
+// which stay as written.
+func TestResizePodLevel(t *testing.T) {
+	e := startResizeEnv(t)
+	ctx := context.Background()
+	spec := resizePolicy("3s")
+	spec.PodLevel = "size"
+	e.setDefaultPolicy(t, spec)
+	e.makeNode(t, "pl-declared", "8", "16Gi", 110, "linux")
+	e.makeNode(t, "pl-plain", "8", "16Gi", 110, "linux")
+	n := &corev1.Node{}
+	if err := e.c.Get(ctx, client.ObjectKey{Name: "pl-declared"}, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status.DeclaredFeatures = []string{"InPlacePodLevelResourcesVerticalScaling"}
+	if err := e.c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	ns := e.namespace(t, "rt-pl")
+	podLevel := &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+	}
+	var keys []types.NamespacedName
+	for _, node := range []string{"pl-declared", "pl-plain"} {
+		p := boundPod(node, ns, "resize", "rt-pl", node, res2("1", "1Gi", "2Gi"))
+		p.Spec.Resources = podLevel.DeepCopy()
+		mustCreate(t, e.c, p)
+		keys = append(keys, types.NamespacedName{Namespace: ns, Name: node})
+	}
+	p := e.running(t, keys[0])
+	e.running(t, keys[1])
+	e.readyProfile(t, p.Annotations[ballastv1.ProfileRefAnnotation], 240, 192<<20)
+
+	declared := e.waitPod(t, keys[0], "container and pod level stepped", func(p *corev1.Pod) error {
+		if cpuOf(p) != "650m" {
+			return fmt.Errorf("cpu %s", cpuOf(p))
+		}
+		pr := p.Spec.Resources
+		if pr.Requests.Cpu().String() != "650m" || pr.Requests.Memory().Cmp(*p.Spec.Containers[0].Resources.Requests.Memory()) != 0 ||
+			pr.Limits.Memory().Cmp(*p.Spec.Containers[0].Resources.Limits.Memory()) != 0 {
+			return fmt.Errorf("pod level %v / %v, container %v / %v", pr.Requests, pr.Limits,
+				p.Spec.Containers[0].Resources.Requests, p.Spec.Containers[0].Resources.Limits)
+		}
+		return nil
+	})
+	e.waitEvent(t, declared, "Normal Resized in-place resize applied by Ballast")
+
+	plain := e.waitPod(t, keys[1], "container stepped within the pod level", func(p *corev1.Pod) error {
+		if cpuOf(p) != "650m" {
+			return fmt.Errorf("cpu %s", cpuOf(p))
+		}
+		return nil
+	})
+	if pr := plain.Spec.Resources; pr.Requests.Cpu().String() != "1" || pr.Requests.Memory().String() != "1Gi" || pr.Limits.Memory().String() != "2Gi" {
+		t.Fatalf("pod level changed on a node without the feature: %v / %v", pr.Requests, pr.Limits)
+	}
+}
