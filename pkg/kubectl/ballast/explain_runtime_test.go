@@ -43,6 +43,7 @@ func TestExplainRuntimeAndPodLevel(t *testing.T) {
 	writeAdmission(pr, ae)
 	out := buf.String()
 	for _, want := range []string{
+		"1Gi -> 588Mi (the recommendation, shaped by the guard below)",
 		"guard: runtime floor (jvm): profile 400Mi raised to 588Mi = heap 512Mi + non-heap 48Mi, +5.0% [JAVA_TOOL_OPTIONS -Xmx512m]",
 		"Runtime jvm (floor margin 5%)",
 		"restart_only",

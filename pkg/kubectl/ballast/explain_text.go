@@ -128,6 +128,8 @@ func writeAdmission(p *printer, a admissionExplain) {
 			p.f("%s recommendation %s is above the limit %s; written as %s, one unit below the limit, so the pod stays Burstable", what, orDefault(f.Recommended, f.Current), f.Bound, f.Written)
 		case f.Clamped:
 			p.f("%s recommendation %s is above the limit %s, so the request is clamped to %s%s", what, orDefault(f.Recommended, f.Current), f.Bound, f.Written, unchanged(f))
+		case f.Changed && len(f.Guards) > 0:
+			p.f("%s %s -> %s (the recommendation, shaped by the guard below)", what, f.Current, f.Written)
 		case f.Changed:
 			p.f("%s %s -> %s (the recommendation)", what, f.Current, f.Written)
 		default:
