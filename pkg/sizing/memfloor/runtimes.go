@@ -78,13 +78,57 @@ func optionLists(c *corev1.Container, vars ...string) (lists []OptionList, unkno
 			lists = append(lists, OptionList{Where: name, Value: v})
 		}
 	}
-	if len(c.Command) > 0 {
-		lists = append(lists, OptionList{Where: "command", Value: strings.Join(c.Command, " ")})
-	}
-	if len(c.Args) > 0 {
-		lists = append(lists, OptionList{Where: "args", Value: strings.Join(c.Args, " ")})
+	for _, part := range []struct {
+		where string
+		list  []string
+	}{{"command", c.Command}, {"args", c.Args}} {
+		if len(part.list) == 0 {
+			continue
+		}
+		v, ref := expand(c, strings.Join(part.list, " "))
+		if ref != "" {
+			return nil, ref
+		}
+		lists = append(lists, OptionList{Where: part.where, Value: v})
 	}
 	return lists, ""
+}
+
+// expand replaces $(NAME) references in s with the container's literal env values, as the
+// kubelet does for command and args ($$ escapes a $; an unknown name stays as written). It
+// returns the name of a referenced variable set from valueFrom, whose value is unknown here.
+func expand(c *corev1.Container, s string) (string, string) {
+	if !strings.Contains(s, "$(") {
+		return s, ""
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], "$$"):
+			b.WriteByte('$')
+			i++
+		case strings.HasPrefix(s[i:], "$("):
+			end := strings.IndexByte(s[i:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String(), ""
+			}
+			name := s[i+2 : i+end]
+			v, set, fromRef := envValue(c, name)
+			switch {
+			case fromRef:
+				return "", name
+			case set:
+				b.WriteString(v)
+			default:
+				b.WriteString(s[i : i+end+1])
+			}
+			i += end
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), ""
 }
 
 func jvmFloor(f *Floor, c *corev1.Container, margin *big.Rat, limitBytes int64) {
