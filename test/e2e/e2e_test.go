@@ -37,7 +37,8 @@ func (w logWriter) Write(b []byte) (int, error) {
 
 // TestMeasureProfileApply: an app measured in two namespaces feeds one profile; once it is
 // Sufficient, the app deployed into a new namespace is sized at its first admission; an
-// OOM-ing app's memory recommendation jumps after a kill.
+// OOM-ing app's memory recommendation jumps after a kill; `kubectl ballast report` over
+// the running sandbox adds up to the profiles' statuses.
 func TestMeasureProfileApply(t *testing.T) {
 	harness.Logger()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -83,6 +84,9 @@ func TestMeasureProfileApply(t *testing.T) {
 	if rep.Resize.State != ballastv1.ResizeStateCompleted || !rep.Resize.SamePod || after.Cmp(before) >= 0 || after.MilliValue() < 550 {
 		t.Errorf("in-place resize: %+v, want one step from 1 cpu to ≈612m, Completed, same pod", rep.Resize)
 	}
+	// The savings report over what the loop left running (issue 31): its totals are the
+	// sums over the profiles' statuses and their pods.
+	checkReport(ctx, t, s, filepath.Join(dir, "kubeconfig"))
 	if err := sandbox.WriteChart(filepath.Join(dir, "chart.svg"), rec.Points()); err != nil {
 		t.Error(err)
 	}
