@@ -83,15 +83,17 @@ func run(b *testing.B, src backfill.Source, start, end time.Time) {
 	b.ReportMetric(float64(peak.alloc)/float64(b.N)/(1<<20), "alloc-MiB/op")
 	if peak.rss > 0 {
 		b.ReportMetric(float64(peak.rss)/(1<<20), "peak-rss-MiB")
+		b.ReportMetric(float64(peak.baseRSS)/(1<<20), "base-rss-MiB")
 	}
 }
 
 // peakMemory is the memory one backfill takes: the Go heap in use above what it was before
-// the backfill (sampled every 5 ms; the largest over the runs), the bytes allocated, and
-// the process' peak resident set (VmHWM after resetting it, which includes the benchmark's
-// own baseline, such as the generated answers the test server holds).
+// the backfill (sampled every 5 ms, garbage not yet collected included; the largest over
+// the runs), the bytes allocated, and the process' peak resident set (VmHWM after
+// resetting it) with the resident set before the run (the benchmark's own baseline, such
+// as the generated answers the test server holds).
 type peakMemory struct {
-	heap, alloc, rss uint64
+	heap, alloc, rss, baseRSS uint64
 }
 
 func (p *peakMemory) watch() (stop func()) {
@@ -101,6 +103,9 @@ func (p *peakMemory) watch() (stop func()) {
 	base, allocated := ms.HeapInuse, ms.TotalAlloc
 	// Linux: writing 5 to clear_refs resets VmHWM to the current resident set.
 	rssReset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+	if rssReset {
+		p.baseRSS = max(p.baseRSS, procStatus("VmRSS:"))
+	}
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -126,19 +131,19 @@ func (p *peakMemory) watch() (stop func()) {
 		runtime.ReadMemStats(&m)
 		p.alloc += m.TotalAlloc - allocated
 		if rssReset {
-			p.rss = max(p.rss, vmHWM())
+			p.rss = max(p.rss, procStatus("VmHWM:"))
 		}
 	}
 }
 
-// vmHWM is the process' peak resident set in bytes (/proc/self/status), 0 when unknown.
-func vmHWM() uint64 {
+// procStatus is a /proc/self/status size field (VmRSS:, VmHWM:) in bytes, 0 when unknown.
+func procStatus(field string) uint64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err == nil {
 				return kb << 10
