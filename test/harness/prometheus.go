@@ -47,19 +47,33 @@ func StartPrometheus(openMetrics []byte) (*Prometheus, error) {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte("global:\n  scrape_interval: 15s\n"), 0o644); err != nil {
 		return nil, err
 	}
-	return startPrometheus(dir)
+	return startPrometheus(dir, 0)
 }
 
-// startPrometheus starts Prometheus with dir/prometheus.yml and its TSDB in dir/data, and
-// waits until it is ready.
-func startPrometheus(dir string) (*Prometheus, error) {
+// StartPrometheusConfig starts a real Prometheus with an empty TSDB and config (a
+// prometheus.yml) on 127.0.0.1:port (a free port when 0), and waits until it is ready.
+func StartPrometheusConfig(config string, port int) (*Prometheus, error) {
+	dir, err := os.MkdirTemp("", "ballast-prometheus-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	return startPrometheus(dir, port)
+}
+
+// startPrometheus starts Prometheus with dir/prometheus.yml and its TSDB in dir/data on
+// port (a free one when 0), and waits until it is ready.
+func startPrometheus(dir string, port int) (*Prometheus, error) {
 	prom, err := Tool("prometheus")
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	p, err := StartProc(dir, "prometheus", prom, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -125,10 +123,6 @@ func (l *LiveCAdvisor) serveLabels(w http.ResponseWriter, _ *http.Request) {
 // the base URLs given, with honor_labels so the sources' namespace and pod labels stay
 // as they expose them.
 func StartScrapingPrometheus(cadvisorURL, kubeStateURL string, interval time.Duration) (*Prometheus, error) {
-	dir, err := os.MkdirTemp("", "ballast-prometheus-")
-	if err != nil {
-		return nil, err
-	}
 	host := func(raw string) (string, error) {
 		u, err := url.Parse(raw)
 		if err != nil {
@@ -158,8 +152,5 @@ scrape_configs:
     static_configs:
       - targets: [%[3]q]
 `, interval, kubelet, ksm)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		return nil, err
-	}
-	return startPrometheus(dir)
+	return StartPrometheusConfig(cfg, 0)
 }
