@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -66,11 +67,11 @@ func checkBackfill(ctx context.Context, t *testing.T, s *sandbox.Sandbox, since 
 	}
 	c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionBackfilled)
 	age := sufficient.Sub(wp.CreationTimestamp.Time)
-	var samples int64
+	var p50 resource.Quantity
 	for _, ct := range wp.Status.Containers {
 		for _, u := range ct.UsageStats {
 			if u.Resource == "cpu" {
-				samples = u.Samples
+				p50, _ = resource.ParseQuantity(u.P50)
 				t.Logf("ledger cpu: %d samples, p50 %s, over %s", u.Samples, u.P50, u.TimeSpan)
 			}
 		}
@@ -80,7 +81,9 @@ func checkBackfill(ctx context.Context, t *testing.T, s *sandbox.Sandbox, since 
 	if age >= minTimeSpan {
 		t.Errorf("Sufficient %v after creation: not sooner than minTimeSpan %v, so not from the scraped history", age, minTimeSpan)
 	}
-	if samples < 60 {
-		t.Errorf("%d cpu samples: want the loop's minutes of one-second scrapes", samples)
+	// The steady model uses 180m ± 6m: the scraped counters' rate, within the histogram's
+	// 2 % bucket error and the noise.
+	if m := p50.MilliValue(); m < 165 || m > 195 {
+		t.Errorf("ledger cpu p50 %s from the scraped history, want 180m ± 15m", p50.String())
 	}
 }
