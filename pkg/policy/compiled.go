@@ -30,6 +30,10 @@ type Compiled struct {
 	// MinAllowed and MaxAllowed are spec.minAllowed/maxAllowed by resource, in whole units
 	// (millicores for cpu, bytes otherwise); a missing resource is unbounded.
 	MinAllowed, MaxAllowed map[string]int64
+	// Runtime is spec.runtime, parsed: type (blank ⇒ generic) and margin (blank ⇒ 5%).
+	Runtime Runtime
+	// PodLevel is spec.podLevel: PodLevelKeep (blank) or PodLevelSize.
+	PodLevel string
 
 	kinds         []string
 	include       []Pattern
@@ -72,6 +76,8 @@ func Compile(kind, namespace, name string, generation int64, spec ballastv1.Reso
 		Resize:        p.resize,
 		MinAllowed:    p.minAllowed,
 		MaxAllowed:    p.maxAllowed,
+		Runtime:       p.runtime,
+		PodLevel:      p.podLevel,
 		kinds:         slices.Clone(defaulted.Selector.Kinds),
 		include:       p.include,
 		exclude:       p.exclude,

@@ -29,6 +29,9 @@ const (
 	// ReasonInvalidBounds: a minAllowed/maxAllowed key is not a recommended resource, or
 	// its value is not a quantity ≥ 0, or minAllowed exceeds maxAllowed.
 	ReasonInvalidBounds = "InvalidBounds"
+	// ReasonInvalidRuntime: runtime.type or podLevel is not one of their values, or
+	// runtime.margin is not a percentage in [0, 100].
+	ReasonInvalidRuntime = "InvalidRuntime"
 )
 
 // MaxHeadroom is the largest headroom a valid policy may set: a multiplier above it is a
@@ -88,6 +91,8 @@ type parsed struct {
 	resize           Resize
 	minAllowed       map[string]int64
 	maxAllowed       map[string]int64
+	runtime          Runtime
+	podLevel         string
 }
 
 // parse validates spec and parses it against the floors l, checking reasons in SPEC §3.3
@@ -148,6 +153,10 @@ func parse(spec ballastv1.ResourcePolicySpec, l limits) (*parsed, *ValidationErr
 		h := m.Headroom
 		if h == "" {
 			h = ballastv1.DefaultHeadroom
+			if spec.Runtime.Type == RuntimeJVM && m.Resource == ResourceMemory {
+				// A jvm heap fills before the collector runs: more room by default.
+				h = JVMMemoryHeadroom
+			}
 		}
 		d, derr := ParseDecimal(h)
 		if derr != nil || d.Sign() <= 0 {
@@ -200,6 +209,34 @@ func parse(spec ballastv1.ResourcePolicySpec, l limits) (*parsed, *ValidationErr
 			return nil, invalid(ReasonInvalidBounds, "minAllowed[%q] %q: must be ≤ maxAllowed[%q] %q",
 				res, spec.MinAllowed[res], res, spec.MaxAllowed[res])
 		}
+	}
+
+	// InvalidRuntime: runtime.type and podLevel from their lists, margin in [0, 100].
+	switch t := spec.Runtime.Type; t {
+	case "", RuntimeGeneric, RuntimeJVM, RuntimeGo, RuntimeNode, RuntimePython, RuntimeAuto:
+		p.runtime.Type = t
+		if t == "" {
+			p.runtime.Type = RuntimeGeneric
+		}
+	default:
+		return nil, invalid(ReasonInvalidRuntime, "runtime.type %q: must be one of generic, jvm, go, node, python, auto", t)
+	}
+	margin := spec.Runtime.Margin
+	if margin == "" {
+		margin = "5%"
+	}
+	d, derr := ParsePercentage(margin)
+	if derr != nil || d.Sign() < 0 || d.CmpInt64(100) > 0 {
+		return nil, invalid(ReasonInvalidRuntime, "runtime.margin %q: must be a percentage in [0, 100]", spec.Runtime.Margin)
+	}
+	p.runtime.Margin = d
+	switch spec.PodLevel {
+	case "", PodLevelKeep:
+		p.podLevel = PodLevelKeep
+	case PodLevelSize:
+		p.podLevel = PodLevelSize
+	default:
+		return nil, invalid(ReasonInvalidRuntime, "podLevel %q: must be keep or size", spec.PodLevel)
 	}
 
 	// InvalidNumber: maxCV is a decimal ≥ 0.

@@ -114,6 +114,37 @@ type admissionExplain struct {
 	Fields       []fieldChange     `json:"fields,omitempty"`
 	Pinned       []string          `json:"pinned,omitempty"`
 	Annotations  map[string]string `json:"annotations,omitempty"`
+	// Runtime is the policy's runtime memory profile and what it decided per container.
+	Runtime *runtimeExplain `json:"runtime,omitempty"`
+	// PodLevel is what admission does with pod-level spec.resources (nil when the pod
+	// has none).
+	PodLevel *podLevelExplain `json:"podLevel,omitempty"`
+}
+
+// runtimeExplain is the policy's spec.runtime and its per-container floors.
+type runtimeExplain struct {
+	Type       string             `json:"type"`
+	Margin     string             `json:"margin"`
+	Containers []runtimeContainer `json:"containers,omitempty"`
+	// RestartOnly is true when memory shrinks of these containers are held in place.
+	RestartOnly bool `json:"restartOnly,omitempty"`
+}
+
+type runtimeContainer struct {
+	Container string `json:"container"`
+	Runtime   string `json:"runtime"`
+	Floor     string `json:"floor,omitempty"`
+	Source    string `json:"source,omitempty"`
+	Why       string `json:"why,omitempty"`
+	Note      string `json:"note,omitempty"`
+}
+
+type podLevelExplain struct {
+	Mode    string   `json:"mode"`
+	Current string   `json:"current"`
+	Written string   `json:"written,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+	Held    string   `json:"held,omitempty"`
 }
 
 type fieldChange struct {
@@ -128,6 +159,9 @@ type fieldChange struct {
 	Bound       string `json:"bound,omitempty"`
 	StepDown    bool   `json:"stepDown,omitempty"`
 	Pinned      bool   `json:"pinned,omitempty"`
+	// Guards name what shaped the written value besides the recommendation: a runtime
+	// floor, an allowed-range cap, a LimitRange, pod-level resources, a quota.
+	Guards []string `json:"guards,omitempty"`
 }
 
 type resizeExplain struct {

@@ -21,6 +21,12 @@ const (
 	// BoundedAnnotation records, on a pod sized at admission, the values its bounds capped,
 	// clamped or held back (LimitRange, pod-level resources, quota, allowed range) and why.
 	BoundedAnnotation = Prefix + "bounded"
+	// RuntimeFloorAnnotation records, on a pod sized at admission, the runtime memory
+	// floors that raised a recommendation ("app memory request 300Mi→590Mi (jvm …)").
+	RuntimeFloorAnnotation = Prefix + "runtime-floor"
+	// AppliedPodResourcesAnnotation records the pod-level spec.resources Ballast wrote
+	// (policy podLevel: size): "requests cpu=300m,memory=320Mi; limits memory=640Mi".
+	AppliedPodResourcesAnnotation = Prefix + "applied-pod-resources"
 
 	LastResizeAnnotation       = Prefix + "last-resize"
 	ResizeBlockedAnnotation    = Prefix + "resize-blocked"
