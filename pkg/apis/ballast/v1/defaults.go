@@ -11,6 +11,7 @@ const (
 	DefaultThreshold               = "10%"
 	DefaultMaxChangePerCycle       = "50%"
 	DefaultResizeInterval          = "15m"
+	DefaultStartupBoostReadyFor    = "60s"
 
 	// Schema defaults of BallastConfig spec.policyFloors: the smallest values a ResourcePolicy
 	// may set. A blank or unparseable floor counts as its default.
@@ -59,6 +60,9 @@ func DefaultPolicySpec(spec ResourcePolicySpec) ResourcePolicySpec {
 	}
 	if b.Resize.Interval == "" {
 		b.Resize.Interval = DefaultResizeInterval
+	}
+	if b.StartupBoost != nil && b.StartupBoost.ReadyFor == "" {
+		b.StartupBoost.ReadyFor = DefaultStartupBoostReadyFor
 	}
 	return out
 }

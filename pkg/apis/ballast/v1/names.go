@@ -22,6 +22,11 @@ const (
 	// clamped or held back (LimitRange, pod-level resources, quota, allowed range) and why.
 	BoundedAnnotation = Prefix + "bounded"
 
+	// StartupBoostAnnotation records, on a pod boosted at admission, the un-boosted cpu
+	// values the boost is taken back to, readyFor, and when it ended (policy
+	// behaviors.startupBoost).
+	StartupBoostAnnotation = Prefix + "startup-boost"
+
 	LastResizeAnnotation       = Prefix + "last-resize"
 	ResizeBlockedAnnotation    = Prefix + "resize-blocked"
 	ResizeBlockedAtAnnotation  = Prefix + "resize-blocked-at"
