@@ -88,6 +88,7 @@ type parsed struct {
 	resize           Resize
 	minAllowed       map[string]int64
 	maxAllowed       map[string]int64
+	boost            *Boost
 }
 
 // parse validates spec and parses it against the floors l, checking reasons in SPEC §3.3
@@ -209,6 +210,11 @@ func parse(spec ballastv1.ResourcePolicySpec, l limits) (*parsed, *ValidationErr
 			return nil, invalid(ReasonInvalidNumber, "readiness.maxCV %q: must be a decimal ≥ 0", v)
 		}
 		p.readiness.MaxCV = d
+	}
+
+	// InvalidBoost: behaviors.startupBoost (boost.go).
+	if p.boost, err = parseBoost(spec.Behaviors.StartupBoost); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
