@@ -1,10 +1,14 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,8 +17,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
+	"github.com/ballastk8s/ballast/pkg/kubectl/ballast"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
+
+// explainPod runs `kubectl ballast explain` against the suite's API server.
+func (e *env) explainPod(t *testing.T, ns, name string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}
+	if code := ballast.Run(context.Background(), []string{"--kubeconfig", e.kube.Kubeconfig, "explain", "-n", ns, "pod/" + name}, streams); code != 0 {
+		t.Fatalf("explain exited %d: %s", code, errb.String())
+	}
+	return out.String()
+}
 
 // TestStartupBoost drives behaviors.startupBoost through the real API server and the
 // webhook over TLS: a pod is admitted boosted with the startup-boost annotation, and once
@@ -65,6 +81,17 @@ func TestStartupBoost(t *testing.T) {
 		}
 		if p.Status.QOSClass != corev1.PodQOSBurstable {
 			t.Errorf("QoS %s", p.Status.QOSClass)
+		}
+		out := e.explainPod(t, ns, "web")
+		for _, want := range []string{
+			"Startup boost (cpu 2x until Ready for 30s)",
+			"At admission: cpu 2x until Ready for 30s (boosted).",
+			"app cpu boosted to request 1, limit 2; taken back to request 500m, limit 1",
+			"Active: taken back in place at 30s after the pod turns Ready.",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("explain lacks %q:\n%s", want, out)
+			}
 		}
 	})
 
@@ -127,6 +154,10 @@ func TestStartupBoost(t *testing.T) {
 		mustCreate(t, e.c, big)
 		if cpuOf(big) != "4" {
 			t.Errorf("cpu %s, want capped at the node's 4", cpuOf(big))
+		}
+		out := e.explainPod(t, ns, "big")
+		if want := "capped to fit the largest node's allocatable cpu 4 (boost_capped)"; !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
 		}
 	})
 
