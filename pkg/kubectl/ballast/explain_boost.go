@@ -47,6 +47,13 @@ func explainBoost(ctx context.Context, c client.Client, admission *corev1.Pod, l
 	}
 	b := p.StartupBoost
 	be := &boostExplain{Policy: fmt.Sprintf("cpu %s until Ready for %s", b, b.ReadyFor)}
+	if live != nil {
+		// Replayed on the pod's own spec, a boost it still carries is taken out first: the
+		// webhook saw the un-boosted values.
+		if rec, _, err := sizing.ParseBoostRecord(live.Annotations[ballastv1.StartupBoostAnnotation]); err == nil {
+			admission = sizing.WithChanges(admission, sizing.Unboost(admission, rec))
+		}
+	}
 	if mode == ballastv1.ModeApply || mode == ballastv1.ModeResize {
 		params := sizing.ParamsFor(p)
 		sized := sizing.Result{}
