@@ -182,18 +182,18 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 			log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,
 				"recommended", c.Recommended.String(c.Resource), "limit", c.Limit.String(c.Resource), "written", c.Written.String(c.Resource))
 		}
-		if len(result.Changes) == 0 {
+	}
+	if boost {
+		result = h.startupBoost(pod, result, b.Policy.StartupBoost, params, objs, log)
+	}
+	if len(result.Changes) == 0 {
+		if sized {
 			reason := result.SkipReason
 			if reason == "" {
 				reason = sizing.ReasonNoChange
 			}
 			h.metrics.ApplySkipped.WithLabelValues(reason, policyName, nsLabel, b.ProfileName).Inc()
 		}
-	}
-	if boost {
-		result = h.startupBoost(pod, result, b.Policy.StartupBoost, params, objs, log)
-	}
-	if len(result.Changes) == 0 {
 		return stampOnly(ResultSkipped)
 	}
 	// 9. Dry run: log the would-be patch; bookkeeping is never dry-run.
