@@ -129,6 +129,11 @@ func TestStartupBoost(t *testing.T) {
 			}
 			return nil
 		})
+		// Taken back on the controller's clock at Ready + 31s, not at + 20s (before readyFor).
+		rec, _, _ := sizing.ParseBoostRecord(got.Annotations[ballastv1.StartupBoostAnnotation])
+		if want := readyAt.Add(31 * time.Second).UTC().Format(time.RFC3339); rec.Ended != want {
+			t.Errorf("ended %s, want %s (Ready + readyFor on the controller's clock)", rec.Ended, want)
+		}
 		if got.Spec.Containers[0].Resources.Limits.Memory().String() != "512Mi" {
 			t.Errorf("memory touched: %v", got.Spec.Containers[0].Resources)
 		}
