@@ -34,6 +34,8 @@ type Compiled struct {
 	Runtime Runtime
 	// PodLevel is spec.podLevel: PodLevelKeep (blank) or PodLevelSize.
 	PodLevel string
+	// StartupBoost is behaviors.startupBoost parsed; nil when the policy boosts nothing.
+	StartupBoost *Boost
 
 	kinds         []string
 	include       []Pattern
@@ -78,6 +80,7 @@ func Compile(kind, namespace, name string, generation int64, spec ballastv1.Reso
 		MaxAllowed:    p.maxAllowed,
 		Runtime:       p.runtime,
 		PodLevel:      p.podLevel,
+		StartupBoost:  p.boost,
 		kinds:         slices.Clone(defaulted.Selector.Kinds),
 		include:       p.include,
 		exclude:       p.exclude,

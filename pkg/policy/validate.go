@@ -93,6 +93,7 @@ type parsed struct {
 	maxAllowed       map[string]int64
 	runtime          Runtime
 	podLevel         string
+	boost            *Boost
 }
 
 // parse validates spec and parses it against the floors l, checking reasons in SPEC §3.3
@@ -246,6 +247,11 @@ func parse(spec ballastv1.ResourcePolicySpec, l limits) (*parsed, *ValidationErr
 			return nil, invalid(ReasonInvalidNumber, "readiness.maxCV %q: must be a decimal ≥ 0", v)
 		}
 		p.readiness.MaxCV = d
+	}
+
+	// InvalidBoost: behaviors.startupBoost (boost.go).
+	if p.boost, err = parseBoost(spec.Behaviors.StartupBoost); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -146,6 +146,8 @@ type Controller struct {
 	profilePass *ProfilePass
 	podOutcomes *PodOutcomes
 	fastRaise   *FastRaise
+	// startupBoosts takes startup boosts back once due (unboost.go).
+	startupBoosts *StartupBoosts
 	// predicted publishes predicted requests on each evaluated profile's workloads (nil:
 	// off, Options.PredictedRequests).
 	predicted *PredictedAnnotator
@@ -173,6 +175,7 @@ func New(clk clock.PassiveClock, c client.Client, api client.Reader, state *conf
 		ctl.predicted = NewPredictedAnnotator(c, api, state, r, o.DryRun)
 	}
 	ctl.profilePass, ctl.podOutcomes = &ProfilePass{c: ctl}, &PodOutcomes{c: ctl}
+	ctl.startupBoosts = &StartupBoosts{c: ctl}
 	ctl.fastRaise = newFastRaise(ctl, o.OOM, o.OOMEvery)
 	return ctl
 }
@@ -208,6 +211,13 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		For(&ballastv1.WorkloadProfile{}, builder.WithPredicates(flips)).
 		WatchesRawSource(source.Channel(released, handler.EnqueueRequestsFromMapFunc(c.allProfiles))).
 		Complete(reconciler.For(c.client, func() *ballastv1.WorkloadProfile { return &ballastv1.WorkloadProfile{} }, c.profilePass)); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("startup-boost").
+		WithLogConstructor(reconciler.LogConstructor(c.log, "startup-boost", "Pod")).
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(boostActive))).
+		Complete(reconciler.For(c.client, func() *corev1.Pod { return &corev1.Pod{} }, c.startupBoosts)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -300,6 +310,11 @@ func (p *ProfilePass) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfi
 	}
 	byNode := map[string][]proposal{}
 	for _, pod := range pods {
+		if boostActive(pod) {
+			// The startup boost owns the pod's cpu until it has been taken back.
+			c.metrics.Skipped.WithLabelValues(ReasonStartupBoost, pc.policyLabel(), pod.Namespace, wp.Name).Inc()
+			continue
+		}
 		if p, ok := c.evaluate(ctx, pc, pod); ok {
 			byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], p)
 		}

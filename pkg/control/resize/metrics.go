@@ -30,6 +30,8 @@ type Metrics struct {
 	Reverts *prometheus.CounterVec
 	// Planned counts the planner's decisions per interval: ballast_resize_planned_total{decision}.
 	Planned *prometheus.CounterVec
+	// Unboosted counts startup boosts taken back in place: ballast_startup_boost_ended_total.
+	Unboosted prometheus.Counter
 
 	// Clamped is ballast_recommendation_clamped_total{container,resource,policy,namespace,phase,profile}.
 	Clamped *prometheus.CounterVec
@@ -55,10 +57,12 @@ func NewMetrics(reg prometheus.Registerer, clamped *prometheus.CounterVec) *Metr
 		Raises:     c("ballast_resize_raises_total", "Fast in-place raises by trigger and result.", "trigger", "result"),
 		Reverts:    c("ballast_resize_reverts_total", "Pods raised back to their pre-shrink size after an OOM kill or NotReady.", "trigger", "result", "namespace", "profile"),
 		Planned:    c("ballast_resize_planned_total", "Node planner decisions.", "decision"),
-		Clamped:    clamped,
+		Unboosted: prometheus.NewCounter(prometheus.CounterOpts{Name: "ballast_startup_boost_ended_total",
+			Help: "Startup boosts taken back in place after the pod was Ready for readyFor."}),
+		Clamped: clamped,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Reverts, m.Planned)
+		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Reverts, m.Planned, m.Unboosted)
 	}
 	return m
 }

@@ -132,8 +132,11 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		return stampOnly(ResultSkipped)
 	}
 	policyName := b.PolicyRefAnnotation()
-	// 6, 7. A profile that exists and is Sufficient.
+	boost := b.Policy != nil && b.Policy.StartupBoost != nil
+	// 6, 7. A profile that exists and is Sufficient. Without one nothing is sized, but a
+	// policy's startup boost still applies to the pod's own requests.
 	wp := &ballastv1.WorkloadProfile{}
+	sized := false
 	if err := h.reader.Get(ctx, client.ObjectKey{Name: b.ProfileName}, wp); err != nil {
 		if !apierrors.IsNotFound(err) {
 			log.Error(err, "reading profile from cache; admitting with bookkeeping only")
@@ -141,17 +144,17 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		}
 		// No profile: b.ProfileName is only what the caller's labels compute to.
 		h.metrics.ApplySkipped.WithLabelValues("no_profile", "", nsLabel, "").Inc()
-		return stampOnly(ResultSkipped)
-	}
-	if wp.Status.State != ballastv1.StateSufficient || b.Policy == nil {
+		if !boost {
+			return stampOnly(ResultSkipped)
+		}
+	} else if wp.Status.State != ballastv1.StateSufficient || b.Policy == nil {
 		h.metrics.ApplySkipped.WithLabelValues("not_ready", "", nsLabel, b.ProfileName).Inc()
 		log.V(1).Info("profile not ready")
-		return stampOnly(ResultSkipped)
-	}
-	// 8. Compute the changes.
-	recs, problems := sizing.ParseRecommendations(wp.Status.Containers)
-	for _, p := range problems {
-		log.V(1).Info("ignoring unparsable recommendation", "problem", fmt.Sprint(p))
+		if !boost {
+			return stampOnly(ResultSkipped)
+		}
+	} else {
+		sized = true
 	}
 	// The namespace's LimitRanges and quotas and the nodes bound the patch, so the API
 	// server admits every pod it would have admitted unchanged (SPEC §7.5, bounds).
@@ -160,29 +163,43 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		log.Error(err, "reading bounds from cache; admitting with bookkeeping only")
 		return stampOnly(ResultNotAvailable)
 	}
-	result := sizing.Admission(pod, recs, objs.Params(sizing.ParamsFor(b.Policy)))
-	for _, n := range result.Bounded {
-		h.metrics.Bounded.WithLabelValues(n.Reason, string(n.Resource), policyName, nsLabel, b.ProfileName).Inc()
-		log.Info("recommendation bounded", "reason", n.Reason, "container", n.Container, "resource", n.Resource,
-			"field", n.Field, "from", n.From.String(n.Resource), "to", n.To.String(n.Resource), "held", n.Held, "bound", n.Why)
+	params := objs.Params(sizing.ParamsFor(b.Policy))
+	var result sizing.Result
+	if sized {
+		// 8. Compute the changes.
+		recs, problems := sizing.ParseRecommendations(wp.Status.Containers)
+		for _, p := range problems {
+			log.V(1).Info("ignoring unparsable recommendation", "problem", fmt.Sprint(p))
+		}
+		result = sizing.Admission(pod, recs, params)
+		for _, n := range result.Bounded {
+			h.metrics.Bounded.WithLabelValues(n.Reason, string(n.Resource), policyName, nsLabel, b.ProfileName).Inc()
+			log.Info("recommendation bounded", "reason", n.Reason, "container", n.Container, "resource", n.Resource,
+				"field", n.Field, "from", n.From.String(n.Resource), "to", n.To.String(n.Resource), "held", n.Held, "bound", n.Why)
+		}
+		for _, n := range result.Runtimes {
+			log.V(1).Info("runtime memory profile", "container", n.Container, "runtime", n.Floor.Runtime, "detail", n.String())
+		}
+		if result.Pod != nil {
+			log.Info("sizing pod-level resources", "pod_resources", result.Pod.String(), "derived", strings.Join(result.Pod.Notes, "; "))
+		}
+		for _, c := range result.Clamps {
+			h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, nsLabel, metrics.PhaseAdmission, b.ProfileName).Inc()
+			log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,
+				"recommended", c.Recommended.String(c.Resource), "limit", c.Limit.String(c.Resource), "written", c.Written.String(c.Resource))
+		}
 	}
-	for _, n := range result.Runtimes {
-		log.V(1).Info("runtime memory profile", "container", n.Container, "runtime", n.Floor.Runtime, "detail", n.String())
-	}
-	if result.Pod != nil {
-		log.Info("sizing pod-level resources", "pod_resources", result.Pod.String(), "derived", strings.Join(result.Pod.Notes, "; "))
-	}
-	for _, c := range result.Clamps {
-		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, nsLabel, metrics.PhaseAdmission, b.ProfileName).Inc()
-		log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,
-			"recommended", c.Recommended.String(c.Resource), "limit", c.Limit.String(c.Resource), "written", c.Written.String(c.Resource))
+	if boost {
+		result = h.startupBoost(pod, result, b.Policy.StartupBoost, params, objs, log)
 	}
 	if len(result.Changes) == 0 {
-		reason := result.SkipReason
-		if reason == "" {
-			reason = sizing.ReasonNoChange
+		if sized {
+			reason := result.SkipReason
+			if reason == "" {
+				reason = sizing.ReasonNoChange
+			}
+			h.metrics.ApplySkipped.WithLabelValues(reason, policyName, nsLabel, b.ProfileName).Inc()
 		}
-		h.metrics.ApplySkipped.WithLabelValues(reason, policyName, nsLabel, b.ProfileName).Inc()
 		return stampOnly(ResultSkipped)
 	}
 	// 9. Dry run: log the would-be patch; bookkeeping is never dry-run.

@@ -19,6 +19,10 @@ type Metrics struct {
 	// Bounded is ballast_apply_bounded_total{reason, resource, policy, namespace, profile}:
 	// values capped, clamped or held back by their bounds (sizing.Reason* bound reasons).
 	Bounded *prometheus.CounterVec
+	// StartupBoost is ballast_startup_boost_total{outcome}: admissions of pods whose policy
+	// has a startup boost, by sizing.Boost* outcome (boosted, boost_capped, boost_no_room,
+	// boost_no_cpu_request, boost_held).
+	StartupBoost *prometheus.CounterVec
 }
 
 // NewMetrics creates the webhook's own instruments, registers them with reg, and records
@@ -34,8 +38,10 @@ func NewMetrics(reg prometheus.Registerer, shared *metrics.Shared) *Metrics {
 		Bounded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ballast_apply_bounded_total",
 			Help: "Admission values capped, clamped or held back by LimitRanges, pod-level resources, quotas or the allowed range."},
 			[]string{"reason", "resource", "policy", "namespace", "profile"}),
+		StartupBoost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ballast_startup_boost_total",
+			Help: "Admissions of pods whose policy has a startup boost, by outcome."}, []string{"outcome"}),
 		Clamped: shared.Clamped,
 	}
-	reg.MustRegister(m.WebhookMutations, m.ApplyApplied, m.ApplySkipped, m.Bounded)
+	reg.MustRegister(m.WebhookMutations, m.ApplyApplied, m.ApplySkipped, m.Bounded, m.StartupBoost)
 	return m
 }

@@ -30,6 +30,8 @@ type explanation struct {
 	// Containers: readiness and recommendations per long-running container.
 	Containers []containerExplain `json:"containers,omitempty"`
 	Admission  admissionExplain   `json:"admission"`
+	// StartupBoost is the policy's startup boost, replayed and as the pod carries it.
+	StartupBoost *boostExplain `json:"startupBoost,omitempty"`
 	// Annotations are the Ballast annotations on the pod.
 	Annotations map[string]string `json:"annotations,omitempty"`
 	Resize      resizeExplain     `json:"resize"`
@@ -241,6 +243,7 @@ func explain(ctx context.Context, c client.Client, s *subject) (*explanation, er
 		admMode = pod.Labels[ballastv1.ModeLabel]
 	}
 	ex.Admission = explainAdmission(pod, fromTemplate, admMode, wp, b.Policy)
+	ex.StartupBoost = explainBoost(ctx, c, pod, s.Pod, admMode, wp, b.Policy, time.Now())
 	if s.Pod != nil {
 		ex.Resize = explainResize(ctx, c, s.Pod, ex.Resize)
 	}

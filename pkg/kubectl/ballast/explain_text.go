@@ -93,6 +93,7 @@ func writeExplanation(w io.Writer, ex *explanation) error {
 		}
 	}
 	writeAdmission(p, ex.Admission)
+	writeBoost(p, ex.StartupBoost)
 	if len(ex.Annotations) > 0 {
 		p.f("")
 		p.f("Annotations on the pod")

@@ -304,6 +304,45 @@ func checkResizePolicy(t *testing.T, cx context.Context, sa client.Client) {
 	if err := resize(enrolled, "150m"); err != nil {
 		t.Errorf("resizing a pod in mode resize was refused: %v", err)
 	}
+	// An apply-mode pod boosted at admission: Ballast may take its own boost back (cpu
+	// lowered), not raise it, not touch memory, and not once the boost has ended.
+	boosted := func(name, ann string) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: name, Labels: map[string]string{"app": name, ballastv1.ModeLabel: ballastv1.ModeApply},
+				Annotations: map[string]string{ballastv1.StartupBoostAnnotation: ann}},
+			Spec: corev1.PodSpec{NodeName: "vap-resize-node", Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("800m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}}},
+		}
+		if err := admin.Create(cx, p); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
+		return p
+	}
+	rec := `{"readyFor":"1m0s","containers":{"app":{"request":"200m","limit":"400m","boostedRequest":"400m","boostedLimit":"800m"}}}`
+	active := boosted("boosted", rec)
+	ended := boosted("ended", strings.TrimSuffix(rec, "}")+`,"ended":"2026-12-04T17:00:00Z"}`)
+	patch := func(p *corev1.Pod, body string) error {
+		return sa.SubResource("resize").Patch(cx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}},
+			client.RawPatch(types.StrategicMergePatchType, []byte(body)))
+	}
+	raise := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"500m"},"limits":{"cpu":"800m"}}}]}}`
+	memory := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m","memory":"32Mi"},"limits":{"cpu":"400m","memory":"128Mi"}}}]}}`
+	unboost := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m"},"limits":{"cpu":"400m"}}}]}}`
+	if err := patch(active, raise); !deniedBy(err, policy) {
+		t.Errorf("raising a boosted apply pod's cpu: err = %v, want a denial by %s", err, policy)
+	}
+	if err := patch(active, memory); !deniedBy(err, policy) {
+		t.Errorf("changing a boosted apply pod's memory: err = %v, want a denial by %s", err, policy)
+	}
+	if err := patch(ended, unboost); !deniedBy(err, policy) {
+		t.Errorf("resizing an apply pod whose boost ended: err = %v, want a denial by %s", err, policy)
+	}
+	if err := patch(active, unboost); err != nil {
+		t.Errorf("taking a startup boost back was refused: %v", err)
+	}
 }
 
 func checkWebhookPolicy(t *testing.T, cx context.Context, sa client.Client) {

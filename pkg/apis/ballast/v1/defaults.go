@@ -5,12 +5,13 @@ import "time"
 // Resolve-time defaults of SPEC §2.3. They are applied to in-memory copies whenever a
 // policy is resolved or loaded and are never written back to the API server.
 const (
-	DefaultMinDataPoints     int64 = 500
-	DefaultMinTimeSpan             = "24h"
-	DefaultMaxCV                   = "1.5"
-	DefaultThreshold               = "10%"
-	DefaultMaxChangePerCycle       = "50%"
-	DefaultResizeInterval          = "15m"
+	DefaultMinDataPoints        int64 = 500
+	DefaultMinTimeSpan                = "24h"
+	DefaultMaxCV                      = "1.5"
+	DefaultThreshold                  = "10%"
+	DefaultMaxChangePerCycle          = "50%"
+	DefaultResizeInterval             = "15m"
+	DefaultStartupBoostReadyFor       = "60s"
 
 	// Schema defaults of BallastConfig spec.policyFloors: the smallest values a ResourcePolicy
 	// may set. A blank or unparseable floor counts as its default.
@@ -59,6 +60,9 @@ func DefaultPolicySpec(spec ResourcePolicySpec) ResourcePolicySpec {
 	}
 	if b.Resize.Interval == "" {
 		b.Resize.Interval = DefaultResizeInterval
+	}
+	if b.StartupBoost != nil && b.StartupBoost.ReadyFor == "" {
+		b.StartupBoost.ReadyFor = DefaultStartupBoostReadyFor
 	}
 	return out
 }

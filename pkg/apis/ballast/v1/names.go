@@ -28,6 +28,11 @@ const (
 	// (policy podLevel: size): "requests cpu=300m,memory=320Mi; limits memory=640Mi".
 	AppliedPodResourcesAnnotation = Prefix + "applied-pod-resources"
 
+	// StartupBoostAnnotation records, on a pod boosted at admission, the un-boosted cpu
+	// values the boost is taken back to, readyFor, and when it ended (policy
+	// behaviors.startupBoost).
+	StartupBoostAnnotation = Prefix + "startup-boost"
+
 	LastResizeAnnotation       = Prefix + "last-resize"
 	ResizeBlockedAnnotation    = Prefix + "resize-blocked"
 	ResizeBlockedAtAnnotation  = Prefix + "resize-blocked-at"

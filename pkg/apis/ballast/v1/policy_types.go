@@ -165,6 +165,34 @@ type Behaviors struct {
 	Thresholds Thresholds `json:"thresholds,omitzero"`
 	// +optional
 	Resize ResizeBehavior `json:"resize,omitzero"`
+	// StartupBoost raises the cpu of a pod in apply or resize mode at admission and lowers
+	// it in place once the pod has been Ready for readyFor. Absent means no boost.
+	// +optional
+	StartupBoost *StartupBoost `json:"startupBoost,omitempty"`
+}
+
+// StartupBoost is extra cpu for a pod's start (JIT warm-up, caches, migrations), taken
+// back in place once the pod has been Ready for ReadyFor. Only cpu is boosted: taking cpu
+// back in place is safe (a cpu limit throttles, it never kills), while shrinking memory in
+// place is the risky direction (a working set above the lowered limit is OOM-killed).
+// Admission applies the boost only within the bounds every sized value respects
+// (LimitRanges, quota headroom, policy maxAllowed, the largest node's allocatable); the
+// boosted pod's total cpu request never exceeds the largest node's allocatable cpu.
+type StartupBoost struct {
+	// CPU is the boost: a multiplier such as "2x" (1 < x ≤ 10) applied to each
+	// container's cpu request, and to its limit when it has one, or an absolute quantity
+	// such as "2" or "1500m" the request is raised to (a container already at or above it
+	// is left alone).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	CPU string `json:"cpu"`
+	// ReadyFor is how long the pod must have been Ready before the boost is taken back, a
+	// Go duration such as "60s". Blank means 60s.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="readyFor must be a Go duration such as 60s"
+	ReadyFor string `json:"readyFor,omitempty"`
 }
 
 // Thresholds are percentage strings ("15%" or "15").
