@@ -30,6 +30,8 @@ type Compiled struct {
 	// MinAllowed and MaxAllowed are spec.minAllowed/maxAllowed by resource, in whole units
 	// (millicores for cpu, bytes otherwise); a missing resource is unbounded.
 	MinAllowed, MaxAllowed map[string]int64
+	// HPA is behaviors.hpa: ballastv1.HPAPreserve (the default), HPAScaleTarget or HPAIgnore.
+	HPA string
 
 	kinds         []string
 	include       []Pattern
@@ -72,6 +74,7 @@ func Compile(kind, namespace, name string, generation int64, spec ballastv1.Reso
 		Resize:        p.resize,
 		MinAllowed:    p.minAllowed,
 		MaxAllowed:    p.maxAllowed,
+		HPA:           p.hpa,
 		kinds:         slices.Clone(defaulted.Selector.Kinds),
 		include:       p.include,
 		exclude:       p.exclude,

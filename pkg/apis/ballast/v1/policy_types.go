@@ -133,7 +133,27 @@ type Behaviors struct {
 	Thresholds Thresholds `json:"thresholds,omitzero"`
 	// +optional
 	Resize ResizeBehavior `json:"resize,omitzero"`
+	// HPA says what Ballast does when a HorizontalPodAutoscaler (autoscaling/v2) scales the
+	// pod's owner (its Deployment, StatefulSet or ReplicaSet, by scaleTargetRef) on a
+	// resource's utilization, which is usage divided by the request: moving that request
+	// moves the HPA's scale point. `preserve` (the default) leaves such requests (and their
+	// limits) as they are, sizes the other resources, and reports it (event HPAConflict,
+	// annotation preserved-by-hpa); `scale-target` sizes them and patches the HPA's
+	// averageUtilization so request × utilization stays what it was (needs the chart value
+	// hpa.scaleTarget, which grants the patch); `ignore` sizes them as if no HPA existed.
+	// +optional
+	// +kubebuilder:validation:Enum=preserve;scale-target;ignore
+	HPA string `json:"hpa,omitempty"`
 }
+
+// Values of behaviors.hpa.
+const (
+	HPAPreserve    = "preserve"
+	HPAScaleTarget = "scale-target"
+	HPAIgnore      = "ignore"
+	// DefaultHPA is the resolve-time default of behaviors.hpa.
+	DefaultHPA = HPAPreserve
+)
 
 // Thresholds are percentage strings ("15%" or "15").
 type Thresholds struct {
