@@ -227,19 +227,22 @@ type HPABase struct {
 const MinHPAUtilization = 1
 
 // ScaleTargetUtilization returns the averageUtilization that keeps base's absolute target
-// (base.Request × base.Utilization) at request: round(base.Utilization × base.Request ÷
-// request), at least MinHPAUtilization and at most MaxInt32. exact is false when the
-// answer is rounded or clamped, i.e. request × utilization differs from the base's
-// product; the caller says so.
+// (base.Request × base.Utilization) at request: ceil(base.Utilization × base.Request ÷
+// request), at least MinHPAUtilization and at most MaxInt32. It rounds up, never to the
+// nearest: a target rounded down by a fraction of a percent can tip ceil(load ÷ target) to
+// one more replica, less usage per pod, and a smaller recommendation next release (the
+// replica feedback the guard exists to stop; TestHPAReplicaFeedback in pkg/recommend).
+// exact is false when the answer is rounded or clamped, i.e. request × utilization differs
+// from the base's product; the caller says so.
 func ScaleTargetUtilization(base HPABase, request Units) (util int32, exact bool) {
 	if request <= 0 || base.Request <= 0 || base.Utilization <= 0 {
 		return base.Utilization, false
 	}
 	num := new(big.Int).Mul(big.NewInt(int64(base.Utilization)), big.NewInt(int64(base.Request)))
-	r := new(big.Rat).SetFrac(num, big.NewInt(int64(request)))
-	// Round half up.
-	half := new(big.Rat).Add(r, big.NewRat(1, 2))
-	q := new(big.Int).Quo(half.Num(), half.Denom())
+	// Ceiling of num ÷ request (both positive).
+	den := big.NewInt(int64(request))
+	q := new(big.Int).Add(num, new(big.Int).Sub(den, big.NewInt(1)))
+	q.Quo(q, den)
 	switch {
 	case q.Cmp(big.NewInt(MinHPAUtilization)) < 0:
 		return MinHPAUtilization, false

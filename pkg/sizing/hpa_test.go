@@ -181,9 +181,10 @@ func TestScaleTargetUtilization(t *testing.T) {
 		"halved request doubles the target": {HPABase{60, 500}, 250, 120, true},
 		"raised request lowers it":          {HPABase{60, 500}, 1000, 30, true},
 		"above 100 is allowed":              {HPABase{90, 1000}, 300, 300, true},
-		"rounded half up":                   {HPABase{50, 300}, 400, 38, false}, // 37.5
-		"rounded down":                      {HPABase{60, 500}, 700, 43, false}, // 42.86
-		"clamped at 1":                      {HPABase{1, 100}, 1000, 1, false},  // 0.1
+		"rounded up from .5":                {HPABase{50, 300}, 400, 38, false},  // 37.5
+		"rounded up, never to nearest":      {HPABase{60, 500}, 1100, 28, false}, // 27.27
+		"rounded up from .86":               {HPABase{60, 500}, 700, 43, false},  // 42.86
+		"clamped at 1":                      {HPABase{1, 100}, 1000, 1, false},   // 0.1
 		"clamped at MaxInt32":               {HPABase{math.MaxInt32, 1 << 40}, 1, math.MaxInt32, false},
 		"no request: unchanged, not exact":  {HPABase{60, 500}, 0, 60, false},
 		"no base request":                   {HPABase{60, 0}, 500, 60, false},
