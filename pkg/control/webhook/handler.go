@@ -25,6 +25,8 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/bounds"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/hpa"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -50,6 +52,10 @@ type Handler struct {
 	decoder  admission.Decoder
 	dryRun   bool // --dry-run apply or all
 	log      logr.Logger
+	// hpa finds the HPAs of a pod's owner (behaviors.hpa); a nil Reader skips the guard.
+	hpa    hpa.Lookup
+	scaler *hpa.Scaler
+	events *events.Recorder
 	// render is sizing.JSONPatch (a seam for the fail-open test of a rendering failure).
 	render func(*corev1.Pod, sizing.Result, map[string]string) ([]sizing.Operation, error)
 }
@@ -63,6 +69,12 @@ func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *r
 	}
 	return &Handler{reader: reader, state: state, resolver: r, metrics: m, bounds: b,
 		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log, render: sizing.JSONPatch}
+}
+
+// SetHPA turns on the behaviors.hpa guard: l reads the HPAs (from the cache), s patches
+// them under scale-target off the admission path, ev reports HPAConflict on the profile.
+func (h *Handler) SetHPA(l hpa.Lookup, s *hpa.Scaler, ev *events.Recorder) {
+	h.hpa, h.scaler, h.events = l, s, ev
 }
 
 // Bounds is the handler's bounds source (the app lets it watch the Node informer).
@@ -153,6 +165,22 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	for _, p := range problems {
 		log.V(1).Info("ignoring unparsable recommendation", "problem", fmt.Sprint(p))
 	}
+	// behaviors.hpa: leave the requests an HPA scales on by utilization as written
+	// (preserve), or size them and rescale the HPA (scale-target).
+	var guard sizing.HPAGuard
+	if h.hpa.Reader != nil {
+		owners := hpa.Owners(pod, b.Workload.Kind, b.Workload.Name)
+		if recs, guard, err = h.hpa.Guard(ctx, b.Policy.HPA, ns, owners, recs); err != nil {
+			log.Error(err, "reading horizontalpodautoscalers from cache; admitting with bookkeeping only")
+			return stampOnly(ResultNotAvailable)
+		}
+		if v := guard.PreservedAnnotationValue(); v != "" {
+			bookkeeping[ballastv1.PreservedByHPAAnnotation] = v
+			log.Info("requests left as written for an HPA", "preserved", v)
+			h.events.Publish(events.Event{Object: wp, Type: corev1.EventTypeNormal, Reason: sizing.ReasonHPAConflict,
+				Message: hpa.ConflictMessage(guard)})
+		}
+	}
 	// The namespace's LimitRanges and quotas and the nodes bound the patch, so the API
 	// server admits every pod it would have admitted unchanged (SPEC §7.5, bounds).
 	objs, err := h.bounds.Read(ctx, ns)
@@ -192,6 +220,13 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		}
 		log.Info("dry run: would size pod at admission", "dry_run", true, "action", "apply", "patch", would)
 		return stampOnly(ResultDryRun)
+	}
+	// behaviors.hpa: scale-target: queue the HPA patch; the scaler sends it off the
+	// admission path.
+	for _, t := range guard.Rescaled {
+		if before, after, ok := sizing.RequestSum(pod, result.Changes, t); ok && before != after {
+			h.scaler.Enqueue(hpa.Rescale{Namespace: ns, Target: t, Before: before, After: after})
+		}
 	}
 	// 10. Mutate.
 	out := h.patch(pod, result, bookkeeping, ResultMutated, nsLabel, log)
