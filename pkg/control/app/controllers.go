@@ -160,6 +160,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 	cs.HPA = scaler
 	cs.Resize = resize.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver, resize.NewMetrics(d.Registry, d.shared.Clamped),
 		d.Events, d.log(ComponentAdjuster), ro)
+	cs.Resize.SetHPA(hpa.Lookup{Reader: mgr.GetCache(), ScaleTarget: o.HPAScaleTarget}, scaler)
 	if cs.Understudy != nil {
 		cs.Understudy.Relocator.SetRecorder(cs.Resize)
 	}
