@@ -256,3 +256,34 @@ func TestHPAGuard(t *testing.T) {
 		}
 	})
 }
+
+// TestHPAGuardScaleTargetNotAllowed: without --hpa-scale-target (chart hpa.scaleTarget off)
+// a policy asking for scale-target preserves, and the event says why; the HPA is untouched.
+func TestHPAGuardScaleTargetNotAllowed(t *testing.T) {
+	e := startResizeEnv(t)
+	w := e.hpaWorkload(t, "hpa-off", ballastv1.HPAScaleTarget, 60)
+	seed := e.admit(t, w, "seed", "measure", "", nil)
+	name := seed.Annotations[ballastv1.ProfileRefAnnotation]
+	e.readyProfile(t, name, 240, 192<<20)
+	p := e.admit(t, w, "web-1", "apply", "", func(p *corev1.Pod) error {
+		if memReqOf(p) != "192Mi" {
+			return fmt.Errorf("memory request %s, want 192Mi", memReqOf(p))
+		}
+		return nil
+	})
+	if cpuOf(p) != "1" || p.Annotations[ballastv1.PreservedByHPAAnnotation] != "cpu (hpa web, cpu utilization 60%)" {
+		t.Errorf("cpu request %s, preserved-by-hpa %q; want 1 and the HPA named", cpuOf(p), p.Annotations[ballastv1.PreservedByHPAAnnotation])
+	}
+	wp := e.profile(t, name, "profile", func(*ballastv1.WorkloadProfile) error { return nil })
+	eventually(t, 20*time.Second, "HPAConflict event saying scale-target is not allowed", func() error {
+		for _, ev := range e.objectEvents(t, "default", wp.UID) {
+			if strings.Contains(ev, "HPAConflict") && strings.Contains(ev, "behaviors.hpa: scale-target, but this installation may not patch HPAs") {
+				return nil
+			}
+		}
+		return fmt.Errorf("events %q", e.objectEvents(t, "default", wp.UID))
+	})
+	if h := e.hpaOf(t, w); *h.Spec.Metrics[0].Resource.Target.AverageUtilization != 60 || len(h.Annotations) != 0 {
+		t.Errorf("HPA patched without --hpa-scale-target: %d %v", *h.Spec.Metrics[0].Resource.Target.AverageUtilization, h.Annotations)
+	}
+}
