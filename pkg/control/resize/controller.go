@@ -294,7 +294,7 @@ func (p *ProfilePass) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfi
 	pc := &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
 		interval: pol.Resize.Interval, now: c.clock.Now()}
 	if c.predicted != nil {
-		if err := c.predicted.Reconcile(ctx, PredictedInput{Profile: wp, Recommendations: recs, Params: pc.params}); err != nil {
+		if err := c.predicted.Reconcile(ctx, PredictedInput{Profile: wp, Recommendations: recs, Params: pc.params, HPA: pol.HPA}); err != nil {
 			log.Error(err, "publishing predicted requests")
 		}
 	}

@@ -102,7 +102,12 @@ func (c *Controller) guardHPA(ctx context.Context, pc *profileCtx, pod *corev1.P
 
 // SetHPA turns on the behaviors.hpa guard of the resize path (the app sets the same lookup
 // as the webhook's, and the scaler that patches HPAs under scale-target).
-func (c *Controller) SetHPA(l hpa.Lookup, s *hpa.Scaler) { c.hpa, c.scaler = l, s }
+func (c *Controller) SetHPA(l hpa.Lookup, s *hpa.Scaler) {
+	c.hpa, c.scaler = l, s
+	if c.predicted != nil {
+		c.predicted.hpa = l
+	}
+}
 
 // profileOf loads the evaluation context of the profile a pod is bound to (for donors and
 // fast raises); ok is false when the profile cannot resize now.

@@ -18,6 +18,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/app"
 	"github.com/ballastk8s/ballast/pkg/control/hpa"
+	"github.com/ballastk8s/ballast/pkg/control/resize"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -36,7 +37,7 @@ func (e *env) hpaWorkload(t *testing.T, prefix, mode string, util int32) hpaWork
 	w := hpaWorkload{ns: ns, app: prefix}
 	labels := map[string]string{"app.kubernetes.io/name": w.app, "app.kubernetes.io/component": "api"}
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app:1"}}}}
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app:1", Resources: res2("1", "1Gi", "2Gi")}}}}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl}}
 	mustCreate(t, e.c, dep)
@@ -124,7 +125,7 @@ func memReqOf(p *corev1.Pod) string { return p.Spec.Containers[0].Resources.Requ
 // TestHPAGuard drives behaviors.hpa through the real API server: the webhook at admission,
 // the resize controller in place, and the scale-target patch of the HPA.
 func TestHPAGuard(t *testing.T) {
-	e := startResizeEnv(t, func(o *app.Options) { o.HPAScaleTarget = true })
+	e := startResizeEnv(t, func(o *app.Options) { o.HPAScaleTarget, o.PredictedRequests = true, true })
 	ctx := context.Background()
 	e.makeNode(t, "hpa-node", "8", "16Gi", 110, "linux")
 	// readyProfile's samples: cpu 240m, memory 192Mi ⇒ cpu request 300m, memory request
@@ -160,6 +161,18 @@ func TestHPAGuard(t *testing.T) {
 		if h := e.hpaOf(t, w); *h.Spec.Metrics[0].Resource.Target.AverageUtilization != 60 {
 			t.Errorf("HPA target changed under preserve: %d", *h.Spec.Metrics[0].Resource.Target.AverageUtilization)
 		}
+		// The prediction published for consolidators keeps the preserved cpu request too.
+		e.reconcile(t, name)
+		eventually(t, 20*time.Second, "predicted requests on the Deployment", func() error {
+			d := &appsv1.Deployment{}
+			if err := e.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "web"}, d); err != nil {
+				return err
+			}
+			if got, want := d.Annotations[resize.PredictedRequestsAnnotation], `{"cpu":"1","memory":"192Mi"}`; got != want {
+				return fmt.Errorf("predicted %q, want %q", got, want)
+			}
+			return nil
+		})
 	})
 
 	t.Run("preserve: the resize controller moves memory in place and leaves cpu", func(t *testing.T) {
