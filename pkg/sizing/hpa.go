@@ -56,6 +56,28 @@ func (t HPATarget) covers(container string, res corev1.ResourceName) bool {
 	return t.Resource == res && (t.Container == "" || t.Container == container)
 }
 
+// appsKinds are the top-level workload kinds of group apps an HPA can scale.
+var appsKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "ReplicaSet": true}
+
+// OwnersOf is the pod's owner chain as an HPA's scaleTargetRef can name it: its controller
+// reference (a ReplicaSet or StatefulSet) and its top-level workload of kind topKind/topName
+// (a Deployment, from the owner walk of SPEC §3.1).
+func OwnersOf(pod *corev1.Pod, topKind, topName string) []Owner {
+	var out []Owner
+	for _, r := range pod.OwnerReferences {
+		if r.Controller == nil || !*r.Controller {
+			continue
+		}
+		if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil {
+			out = append(out, Owner{Group: gv.Group, Kind: r.Kind, Name: r.Name})
+		}
+	}
+	if appsKinds[topKind] {
+		out = append(out, Owner{Group: "apps", Kind: topKind, Name: topName})
+	}
+	return out
+}
+
 // HPATargets returns the utilization metrics of the HPAs whose scaleTargetRef names one of
 // owners, in HPA-name then metric order. Metrics on absolute values (averageValue, value),
 // on pods, objects or external sources are not read: they do not move when a request

@@ -267,3 +267,35 @@ func FuzzParseHPABase(f *testing.F) {
 		}
 	})
 }
+
+func TestOwnersOf(t *testing.T) {
+	yes := true
+	cases := map[string]struct {
+		refs             []metav1.OwnerReference
+		topKind, topName string
+		want             []Owner
+	}{
+		"ReplicaSet under a Deployment": {
+			refs:    []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f", Controller: &yes}},
+			topKind: "Deployment", topName: "web",
+			want: []Owner{{Group: "apps", Kind: "ReplicaSet", Name: "web-5d8f"}, {Group: "apps", Kind: "Deployment", Name: "web"}},
+		},
+		"a non-controller reference is not an owner": {
+			refs: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x"}},
+		},
+		"a DaemonSet is not scalable": {
+			refs:    []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: &yes}},
+			topKind: "DaemonSet", topName: "ds",
+			want: []Owner{{Group: "apps", Kind: "DaemonSet", Name: "ds"}},
+		},
+		"a bare pod has none": {topKind: "Pod", topName: "p"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: tc.refs}}
+			if diff := cmp.Diff(tc.want, OwnersOf(p, tc.topKind, tc.topName)); diff != "" {
+				t.Errorf("OwnersOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

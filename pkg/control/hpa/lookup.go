@@ -9,8 +9,6 @@ import (
 	"fmt"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
@@ -25,28 +23,6 @@ type Lookup struct {
 	// hpa.scaleTarget, flag --hpa-scale-target). Without it behaviors.hpa: scale-target
 	// preserves instead, and says so.
 	ScaleTarget bool
-}
-
-// appsKinds are the top-level workload kinds of group apps an HPA can scale.
-var appsKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "ReplicaSet": true}
-
-// Owners is the pod's owner chain as an HPA's scaleTargetRef can name it: its controller
-// reference (a ReplicaSet or StatefulSet) and its top-level workload of kind topKind/topName
-// (a Deployment, from the owner walk of SPEC §3.1).
-func Owners(pod *corev1.Pod, topKind, topName string) []sizing.Owner {
-	var out []sizing.Owner
-	for _, r := range pod.OwnerReferences {
-		if r.Controller == nil || !*r.Controller {
-			continue
-		}
-		if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil {
-			out = append(out, sizing.Owner{Group: gv.Group, Kind: r.Kind, Name: r.Name})
-		}
-	}
-	if appsKinds[topKind] {
-		out = append(out, sizing.Owner{Group: "apps", Kind: topKind, Name: topName})
-	}
-	return out
 }
 
 // Targets returns the utilization metrics of the HPAs in namespace that scale one of owners.

@@ -77,7 +77,7 @@ func (c *Controller) guardHPA(ctx context.Context, pc *profileCtx, pod *corev1.P
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name)
 	w := c.resolver.Workload(ctx, pod)
-	recs, g, err := c.hpa.Guard(ctx, pc.policy.HPA, pod.Namespace, hpa.Owners(pod, w.Kind, w.Name), pc.recs)
+	recs, g, err := c.hpa.Guard(ctx, pc.policy.HPA, pod.Namespace, sizing.OwnersOf(pod, w.Kind, w.Name), pc.recs)
 	if err != nil {
 		log.Error(err, "reading horizontalpodautoscalers; not resizing")
 		return nil, g, false

@@ -115,7 +115,7 @@ func (a *PredictedAnnotator) Reconcile(ctx context.Context, in PredictedInput) e
 		recs := in.Recommendations
 		if a.hpa.Reader != nil {
 			var err error
-			if recs, _, err = a.hpa.Guard(ctx, in.HPA, w.Namespace, hpa.Owners(pod, w.Kind, w.Name), recs); err != nil {
+			if recs, _, err = a.hpa.Guard(ctx, in.HPA, w.Namespace, sizing.OwnersOf(pod, w.Kind, w.Name), recs); err != nil {
 				return err
 			}
 		}

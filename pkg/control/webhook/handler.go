@@ -169,7 +169,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	// (preserve), or size them and rescale the HPA (scale-target).
 	var guard sizing.HPAGuard
 	if h.hpa.Reader != nil {
-		owners := hpa.Owners(pod, b.Workload.Kind, b.Workload.Name)
+		owners := sizing.OwnersOf(pod, b.Workload.Kind, b.Workload.Name)
 		if recs, guard, err = h.hpa.Guard(ctx, b.Policy.HPA, ns, owners, recs); err != nil {
 			log.Error(err, "reading horizontalpodautoscalers from cache; admitting with bookkeeping only")
 			return stampOnly(ResultNotAvailable)

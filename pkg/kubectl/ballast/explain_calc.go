@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
-	"github.com/ballastk8s/ballast/pkg/control/hpa"
 	"github.com/ballastk8s/ballast/pkg/policy"
 	"github.com/ballastk8s/ballast/pkg/recommend"
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -299,9 +298,9 @@ func hpaTargets(ctx context.Context, c client.Client, s *subject, pod *corev1.Po
 	if err := c.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing horizontalpodautoscalers: %w", err)
 	}
-	owners := hpa.Owners(pod, s.Facts.Kind, s.Workload)
+	owners := sizing.OwnersOf(pod, s.Facts.Kind, s.Workload)
 	if s.Pod != nil && s.Pod != pod {
-		owners = append(owners, hpa.Owners(s.Pod, "", "")...)
+		owners = append(owners, sizing.OwnersOf(s.Pod, "", "")...)
 	}
 	return sizing.HPATargets(list.Items, owners), nil
 }
