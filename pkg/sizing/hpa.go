@@ -239,10 +239,23 @@ func RequestSum(pod *corev1.Pod, changes []ContainerChanges, t HPATarget) (befor
 // HPABase is what an HPA metric's utilization was set against before Ballast first
 // rescaled it: the author's averageUtilization and the request sum it applied to. Ballast
 // keeps it in an annotation on the HPA so that every later rescale starts from the
-// author's absolute target, never from its own previous answer.
+// author's absolute target, never from its own previous answer. Set is the utilization
+// Ballast last wrote (0: none yet); a target that differs from it was changed by someone
+// else, and that change becomes the new base (CurrentBase).
 type HPABase struct {
 	Utilization int32
 	Request     Units
+	Set         int32
+}
+
+// CurrentBase returns the base a rescale starts from: the recorded one (ok), unless the
+// HPA's target is no longer what Ballast set, in which case the author's new target at the
+// pod's current request sum.
+func CurrentBase(recorded HPABase, ok bool, current int32, request Units) HPABase {
+	if !ok || (recorded.Set != 0 && recorded.Set != current) {
+		return HPABase{Utilization: current, Request: request}
+	}
+	return recorded
 }
 
 // MinHPAUtilization is the smallest averageUtilization the API server accepts.
@@ -282,21 +295,27 @@ func HPABaseAnnotation(index int) string {
 	return ballastv1.HPABaseAnnotationPrefix + strconv.Itoa(index)
 }
 
-// FormatHPABase renders base for its annotation: "60% of 500m" (cpu) or "80% of 256Mi".
+// FormatHPABase renders base for its annotation: "60% of 500m" (cpu) or "80% of 256Mi",
+// followed by ", set 81%" once Ballast wrote a target.
 func FormatHPABase(res corev1.ResourceName, b HPABase) string {
 	q := b.Request.Quantity(res)
-	return fmt.Sprintf("%d%% of %s", b.Utilization, q.String())
+	s := fmt.Sprintf("%d%% of %s", b.Utilization, q.String())
+	if b.Set > 0 {
+		s += fmt.Sprintf(", set %d%%", b.Set)
+	}
+	return s
 }
 
 // ParseHPABase parses FormatHPABase's rendering.
 func ParseHPABase(res corev1.ResourceName, s string) (HPABase, error) {
-	u, req, found := strings.Cut(s, "% of ")
+	body, set, hasSet := strings.Cut(s, ", set ")
+	u, req, found := strings.Cut(body, "% of ")
 	if !found {
-		return HPABase{}, fmt.Errorf("hpa base %q: want \"<utilization>%% of <request>\"", s)
+		return HPABase{}, fmt.Errorf("hpa base %q: want \"<utilization>%% of <request>[, set <utilization>%%]\"", s)
 	}
-	n, err := strconv.ParseInt(u, 10, 32)
-	if err != nil || n < MinHPAUtilization {
-		return HPABase{}, fmt.Errorf("hpa base %q: utilization must be an integer ≥ 1", s)
+	n, err := parsePercent(u)
+	if err != nil {
+		return HPABase{}, fmt.Errorf("hpa base %q: %w", s, err)
 	}
 	q, err := resource.ParseQuantity(req)
 	if err != nil {
@@ -306,5 +325,24 @@ func ParseHPABase(res corev1.ResourceName, s string) (HPABase, error) {
 	if units <= 0 {
 		return HPABase{}, fmt.Errorf("hpa base %q: request must be > 0", s)
 	}
-	return HPABase{Utilization: int32(n), Request: units}, nil
+	b := HPABase{Utilization: n, Request: units}
+	if hasSet {
+		p, ok := strings.CutSuffix(set, "%")
+		if !ok {
+			return HPABase{}, fmt.Errorf("hpa base %q: set must end in %%", s)
+		}
+		if b.Set, err = parsePercent(p); err != nil {
+			return HPABase{}, fmt.Errorf("hpa base %q: set: %w", s, err)
+		}
+	}
+	return b, nil
+}
+
+// parsePercent parses a utilization: an integer in [1, MaxInt32].
+func parsePercent(s string) (int32, error) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < MinHPAUtilization {
+		return 0, fmt.Errorf("utilization %q must be an integer ≥ 1", s)
+	}
+	return int32(n), nil
 }

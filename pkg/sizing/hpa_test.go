@@ -177,17 +177,17 @@ func TestScaleTargetUtilization(t *testing.T) {
 		want      int32
 		wantExact bool
 	}{
-		"same request":                      {HPABase{60, 500}, 500, 60, true},
-		"halved request doubles the target": {HPABase{60, 500}, 250, 120, true},
-		"raised request lowers it":          {HPABase{60, 500}, 1000, 30, true},
-		"above 100 is allowed":              {HPABase{90, 1000}, 300, 300, true},
-		"rounded up from .5":                {HPABase{50, 300}, 400, 38, false},  // 37.5
-		"rounded up, never to nearest":      {HPABase{60, 500}, 1100, 28, false}, // 27.27
-		"rounded up from .86":               {HPABase{60, 500}, 700, 43, false},  // 42.86
-		"clamped at 1":                      {HPABase{1, 100}, 1000, 1, false},   // 0.1
-		"clamped at MaxInt32":               {HPABase{math.MaxInt32, 1 << 40}, 1, math.MaxInt32, false},
-		"no request: unchanged, not exact":  {HPABase{60, 500}, 0, 60, false},
-		"no base request":                   {HPABase{60, 0}, 500, 60, false},
+		"same request":                      {HPABase{Utilization: 60, Request: 500}, 500, 60, true},
+		"halved request doubles the target": {HPABase{Utilization: 60, Request: 500}, 250, 120, true},
+		"raised request lowers it":          {HPABase{Utilization: 60, Request: 500}, 1000, 30, true},
+		"above 100 is allowed":              {HPABase{Utilization: 90, Request: 1000}, 300, 300, true},
+		"rounded up from .5":                {HPABase{Utilization: 50, Request: 300}, 400, 38, false},  // 37.5
+		"rounded up, never to nearest":      {HPABase{Utilization: 60, Request: 500}, 1100, 28, false}, // 27.27
+		"rounded up from .86":               {HPABase{Utilization: 60, Request: 500}, 700, 43, false},  // 42.86
+		"clamped at 1":                      {HPABase{Utilization: 1, Request: 100}, 1000, 1, false},   // 0.1
+		"clamped at MaxInt32":               {HPABase{Utilization: math.MaxInt32, Request: 1 << 40}, 1, math.MaxInt32, false},
+		"no request: unchanged, not exact":  {HPABase{Utilization: 60, Request: 500}, 0, 60, false},
+		"no base request":                   {HPABase{Utilization: 60, Request: 0}, 500, 60, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -228,8 +228,9 @@ func TestHPABaseRoundTrip(t *testing.T) {
 		base HPABase
 		text string
 	}{
-		"cpu":    {corev1.ResourceCPU, HPABase{60, 500}, "60% of 500m"},
-		"memory": {corev1.ResourceMemory, HPABase{80, 256 << 20}, "80% of 256Mi"},
+		"cpu":                         {corev1.ResourceCPU, HPABase{Utilization: 60, Request: 500}, "60% of 500m"},
+		"memory":                      {corev1.ResourceMemory, HPABase{Utilization: 80, Request: 256 << 20}, "80% of 256Mi"},
+		"with the target Ballast set": {corev1.ResourceCPU, HPABase{Utilization: 60, Request: 1667, Set: 81}, "60% of 1667m, set 81%"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -242,7 +243,8 @@ func TestHPABaseRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "60", "60% of", "0% of 1", "x% of 1", "60% of -1", "60% of 0", "60% of lots"} {
+	for _, bad := range []string{"", "60", "60% of", "0% of 1", "x% of 1", "60% of -1", "60% of 0", "60% of lots",
+		"60% of 1, set 0%", "60% of 1, set 81", "60% of 1, set x%"} {
 		if b, err := ParseHPABase(corev1.ResourceCPU, bad); err == nil {
 			t.Errorf("ParseHPABase(%q) = %+v, want an error", bad, b)
 		}
@@ -250,7 +252,7 @@ func TestHPABaseRoundTrip(t *testing.T) {
 }
 
 func FuzzParseHPABase(f *testing.F) {
-	for _, s := range []string{"60% of 500m", "80% of 256Mi", "1% of 1", "% of ", "99999999999% of 1"} {
+	for _, s := range []string{"60% of 500m", "80% of 256Mi", "1% of 1", "% of ", "99999999999% of 1", "60% of 1, set 200%"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -258,7 +260,7 @@ func FuzzParseHPABase(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if b.Utilization < 1 || b.Request <= 0 {
+		if b.Utilization < 1 || b.Request <= 0 || b.Set < 0 {
 			t.Fatalf("ParseHPABase(%q) = %+v without error", s, b)
 		}
 		again, err := ParseHPABase(corev1.ResourceCPU, FormatHPABase(corev1.ResourceCPU, b))
@@ -295,6 +297,28 @@ func TestOwnersOf(t *testing.T) {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: tc.refs}}
 			if diff := cmp.Diff(tc.want, OwnersOf(p, tc.topKind, tc.topName)); diff != "" {
 				t.Errorf("OwnersOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCurrentBase(t *testing.T) {
+	recorded := HPABase{Utilization: 60, Request: 1000, Set: 200}
+	cases := map[string]struct {
+		recorded HPABase
+		ok       bool
+		current  int32
+		want     HPABase
+	}{
+		"none recorded: the target as it is at the request before": {ok: false, current: 60, want: HPABase{Utilization: 60, Request: 300}},
+		"the target is what Ballast set: the author's base":        {recorded: recorded, ok: true, current: 200, want: recorded},
+		"someone changed the target: theirs is the new base":       {recorded: recorded, ok: true, current: 70, want: HPABase{Utilization: 70, Request: 300}},
+		"an old base without set is trusted":                       {recorded: HPABase{Utilization: 60, Request: 1000}, ok: true, current: 90, want: HPABase{Utilization: 60, Request: 1000}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := CurrentBase(tc.recorded, tc.ok, tc.current, 300); got != tc.want {
+				t.Errorf("CurrentBase = %+v, want %+v", got, tc.want)
 			}
 		})
 	}

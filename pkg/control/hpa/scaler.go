@@ -100,12 +100,14 @@ func (s *Scaler) apply(ctx context.Context, reader client.Reader, r Rescale) err
 		return nil // the metric changed since the lookup; the next lookup sees it
 	}
 	key := sizing.HPABaseAnnotation(r.Target.Index)
-	base, err := sizing.ParseHPABase(r.Target.Resource, h.Annotations[key])
-	if err != nil { // none yet (or unreadable): the author's target at the pod's old request
-		base = sizing.HPABase{Utilization: *target.AverageUtilization, Request: r.Before}
-	}
+	// None yet, unreadable, or a target someone else changed since: the target as it is,
+	// at the pod's request before this change.
+	recorded, err := sizing.ParseHPABase(r.Target.Resource, h.Annotations[key])
+	base := sizing.CurrentBase(recorded, err == nil, *target.AverageUtilization, r.Before)
 	util, exact := sizing.ScaleTargetUtilization(base, r.After)
-	if util == *target.AverageUtilization && h.Annotations[key] != "" {
+	base.Set = util
+	value := sizing.FormatHPABase(r.Target.Resource, base)
+	if util == *target.AverageUtilization && h.Annotations[key] == value {
 		return nil
 	}
 	orig := h.DeepCopy()
@@ -114,7 +116,7 @@ func (s *Scaler) apply(ctx context.Context, reader client.Reader, r Rescale) err
 	if h.Annotations == nil {
 		h.Annotations = map[string]string{}
 	}
-	h.Annotations[key] = sizing.FormatHPABase(r.Target.Resource, base)
+	h.Annotations[key] = value
 	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
 	if err := s.client.Patch(ctx, h, patch); err != nil {
 		if apierrors.IsForbidden(err) {
@@ -129,10 +131,10 @@ func (s *Scaler) apply(ctx context.Context, reader client.Reader, r Rescale) err
 	}
 	s.events.Publish(events.Event{Object: h, Type: corev1.EventTypeNormal, Reason: sizing.ReasonHPAConflict,
 		Message: fmt.Sprintf("%s utilization target %d%% → %d%% so request × utilization stays %s (request now %s%s; behaviors.hpa: scale-target)",
-			r.Target.Resource, was, util,
-			sizing.FormatHPABase(r.Target.Resource, base), r.After.String(r.Target.Resource), note)})
+			r.Target.Resource, was, util, sizing.FormatHPABase(r.Target.Resource, sizing.HPABase{Utilization: base.Utilization, Request: base.Request}),
+			r.After.String(r.Target.Resource), note)})
 	s.log.Info("rescaled hpa target", "namespace", r.Namespace, "hpa", r.Target.HPA, "metric", r.Target.Metric(),
-		"utilization", util, "base", sizing.FormatHPABase(r.Target.Resource, base), "exact", exact)
+		"utilization", util, "base", value, "exact", exact)
 	return nil
 }
 

@@ -221,8 +221,8 @@ func TestHPAGuard(t *testing.T) {
 			return nil
 		})
 		base, err := sizing.ParseHPABase(corev1.ResourceCPU, h.Annotations[sizing.HPABaseAnnotation(0)])
-		if err != nil || base != (sizing.HPABase{Utilization: 60, Request: 1000}) {
-			t.Errorf("hpa-base = %q (%+v, %v), want 60%% of 1", h.Annotations[sizing.HPABaseAnnotation(0)], base, err)
+		if err != nil || base != (sizing.HPABase{Utilization: 60, Request: 1000, Set: 200}) {
+			t.Errorf("hpa-base = %q (%+v, %v), want 60%% of 1, set 200%%", h.Annotations[sizing.HPABaseAnnotation(0)], base, err)
 		}
 		if got, want := 300*int64(*h.Spec.Metrics[0].Resource.Target.AverageUtilization), int64(1000*60); got != want {
 			t.Errorf("request × utilization = %d, want %d", got, want)
@@ -247,6 +247,21 @@ func TestHPAGuard(t *testing.T) {
 		}
 		if u := *e.hpaOf(t, w).Spec.Metrics[0].Resource.Target.AverageUtilization; u != 150 {
 			t.Errorf("averageUtilization at 400m = %d, want 150", u)
+		}
+		// The author changes the target: their value is the new base, not overwritten.
+		h = e.hpaOf(t, w)
+		before := h.DeepCopy()
+		*h.Spec.Metrics[0].Resource.Target.AverageUtilization = 90
+		if err := e.c.Patch(ctx, h, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+		r.Before, r.After = 400, 400
+		if err := e.app.Controllers.HPA.Apply(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		h = e.hpaOf(t, w)
+		if u, a := *h.Spec.Metrics[0].Resource.Target.AverageUtilization, h.Annotations[sizing.HPABaseAnnotation(0)]; u != 90 || a != "90% of 400m, set 90%" {
+			t.Errorf("after the author's edit: averageUtilization %d, hpa-base %q; want 90 and 90%% of 400m, set 90%%", u, a)
 		}
 	})
 
