@@ -221,15 +221,17 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		log.Info("dry run: would size pod at admission", "dry_run", true, "action", "apply", "patch", would)
 		return stampOnly(ResultDryRun)
 	}
-	// behaviors.hpa: scale-target: queue the HPA patch; the scaler sends it off the
-	// admission path.
-	for _, t := range guard.Rescaled {
-		if before, after, ok := sizing.RequestSum(pod, result.Changes, t); ok && before != after {
-			h.scaler.Enqueue(hpa.Rescale{Namespace: ns, Target: t, Before: before, After: after})
-		}
-	}
 	// 10. Mutate.
 	out := h.patch(pod, result, bookkeeping, ResultMutated, nsLabel, log)
+	if len(out.Patches) > 0 && (req.DryRun == nil || !*req.DryRun) {
+		// behaviors.hpa: scale-target: queue the HPA patch for the requests just written;
+		// the scaler sends it off the admission path (never for a dry-run request).
+		for _, t := range guard.Rescaled {
+			if before, after, ok := sizing.RequestSum(pod, result.Changes, t); ok && before != after {
+				h.scaler.Enqueue(hpa.Rescale{Namespace: ns, Target: t, Before: before, After: after})
+			}
+		}
+	}
 	if len(out.Patches) > 0 {
 		log.Info("sized pod at admission", "profile", b.ProfileName, "applied", applied(result.Annotations))
 		h.metrics.ApplyApplied.WithLabelValues(policyName, nsLabel, b.ProfileName).Inc()
