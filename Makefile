@@ -72,7 +72,7 @@ test: tools images ## run every test against the real servers, the real-node tie
 bench: tools ## run the benchmarks behind docs/benchmarks.md (several minutes)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/integration/store/ ./test/bench/ ./test/integration/nodeagent/
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./pkg/nodeagent/agent/
-	$(GO) test -run '^$$' -bench . -benchtime 1s -count 3 ./pkg/control/resize/
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count 3 ./pkg/resizeplan/
 
 # Side by side with VPA 1.8.1 (issue 17); neither is part of make test. They build only
 # their own tools (VPA, metrics-server), never the whole tool set.

@@ -32,6 +32,10 @@ type Compiled struct {
 	MinAllowed, MaxAllowed map[string]int64
 	// HPA is behaviors.hpa: ballastv1.HPAPreserve (the default), HPAScaleTarget or HPAIgnore.
 	HPA string
+	// Runtime is spec.runtime, parsed: type (blank ⇒ generic) and margin (blank ⇒ 5%).
+	Runtime Runtime
+	// PodLevel is spec.podLevel: PodLevelKeep (blank) or PodLevelSize.
+	PodLevel string
 
 	kinds         []string
 	include       []Pattern
@@ -75,6 +79,8 @@ func Compile(kind, namespace, name string, generation int64, spec ballastv1.Reso
 		MinAllowed:    p.minAllowed,
 		MaxAllowed:    p.maxAllowed,
 		HPA:           p.hpa,
+		Runtime:       p.runtime,
+		PodLevel:      p.podLevel,
 		kinds:         slices.Clone(defaulted.Selector.Kinds),
 		include:       p.include,
 		exclude:       p.exclude,

@@ -67,3 +67,32 @@ func (r Resize) Threshold(resource, field string) Decimal {
 	}
 	return defaultThreshold
 }
+
+// Runtime is spec.runtime, parsed (SPEC addition in docs/design-notes.md "Runtime memory
+// profiles and pod-level resources").
+type Runtime struct {
+	// Type is generic, jvm, go, node, python or auto; blank is generic.
+	Type string
+	// Margin is the percentage added to a runtime floor; blank is 5.
+	Margin Decimal
+}
+
+// Runtime types of spec.runtime.type.
+const (
+	RuntimeGeneric = "generic"
+	RuntimeJVM     = "jvm"
+	RuntimeGo      = "go"
+	RuntimeNode    = "node"
+	RuntimePython  = "python"
+	RuntimeAuto    = "auto"
+)
+
+// Pod-level modes of spec.podLevel.
+const (
+	PodLevelKeep = "keep"
+	PodLevelSize = "size"
+)
+
+// JVMMemoryHeadroom is the default headroom of a jvm policy's memory metrics: a heap the
+// collector lets fill before it runs needs more room above the observed peak.
+const JVMMemoryHeadroom = "1.25"

@@ -31,6 +31,9 @@ const (
 	ReasonInvalidBounds = "InvalidBounds"
 	// ReasonInvalidHPA: behaviors.hpa is not preserve, scale-target or ignore.
 	ReasonInvalidHPA = "InvalidHPA"
+	// ReasonInvalidRuntime: runtime.type or podLevel is not one of their values, or
+	// runtime.margin is not a percentage in [0, 100].
+	ReasonInvalidRuntime = "InvalidRuntime"
 )
 
 // MaxHeadroom is the largest headroom a valid policy may set: a multiplier above it is a
@@ -91,6 +94,8 @@ type parsed struct {
 	minAllowed       map[string]int64
 	maxAllowed       map[string]int64
 	hpa              string
+	runtime          Runtime
+	podLevel         string
 }
 
 // parse validates spec and parses it against the floors l, checking reasons in SPEC §3.3
@@ -151,6 +156,10 @@ func parse(spec ballastv1.ResourcePolicySpec, l limits) (*parsed, *ValidationErr
 		h := m.Headroom
 		if h == "" {
 			h = ballastv1.DefaultHeadroom
+			if spec.Runtime.Type == RuntimeJVM && m.Resource == ResourceMemory {
+				// A jvm heap fills before the collector runs: more room by default.
+				h = JVMMemoryHeadroom
+			}
 		}
 		d, derr := ParseDecimal(h)
 		if derr != nil || d.Sign() <= 0 {
@@ -215,6 +224,34 @@ func parse(spec ballastv1.ResourcePolicySpec, l limits) (*parsed, *ValidationErr
 	default:
 		return nil, invalid(ReasonInvalidHPA, "behaviors.hpa %q: must be one of %s, %s, %s",
 			spec.Behaviors.HPA, ballastv1.HPAPreserve, ballastv1.HPAScaleTarget, ballastv1.HPAIgnore)
+	}
+
+	// InvalidRuntime: runtime.type and podLevel from their lists, margin in [0, 100].
+	switch t := spec.Runtime.Type; t {
+	case "", RuntimeGeneric, RuntimeJVM, RuntimeGo, RuntimeNode, RuntimePython, RuntimeAuto:
+		p.runtime.Type = t
+		if t == "" {
+			p.runtime.Type = RuntimeGeneric
+		}
+	default:
+		return nil, invalid(ReasonInvalidRuntime, "runtime.type %q: must be one of generic, jvm, go, node, python, auto", t)
+	}
+	margin := spec.Runtime.Margin
+	if margin == "" {
+		margin = "5%"
+	}
+	d, derr := ParsePercentage(margin)
+	if derr != nil || d.Sign() < 0 || d.CmpInt64(100) > 0 {
+		return nil, invalid(ReasonInvalidRuntime, "runtime.margin %q: must be a percentage in [0, 100]", spec.Runtime.Margin)
+	}
+	p.runtime.Margin = d
+	switch spec.PodLevel {
+	case "", PodLevelKeep:
+		p.podLevel = PodLevelKeep
+	case PodLevelSize:
+		p.podLevel = PodLevelSize
+	default:
+		return nil, invalid(ReasonInvalidRuntime, "podLevel %q: must be keep or size", spec.PodLevel)
 	}
 
 	// InvalidNumber: maxCV is a decimal ≥ 0.

@@ -31,6 +31,11 @@ type Result struct {
 	// Bounded are the values the bounds capped, clamped or held back (Plan.Bounded).
 	// When Changes is not empty their Summary is the bounded annotation.
 	Bounded []BoundNote
+	// Pod is the pod-level spec.resources to write (policy podLevel: size), nil when
+	// nothing changes there; written only together with container changes.
+	Pod *PodPlan
+	// Runtimes are the runtime memory notes of the plan (floors, detected runtimes).
+	Runtimes []RuntimeNote
 }
 
 // Admission computes the changes the webhook writes into a pod at creation: Calculate
@@ -62,7 +67,7 @@ func AdmissionResult(plan Plan) Result {
 			annotate(res.Annotations, rp)
 		}
 	}
-	res.Bounded = plan.Bounded
+	res.Bounded, res.Runtimes = plan.Bounded, plan.Runtimes
 	if len(res.Changes) == 0 {
 		res.SkipReason = ReasonNoChange
 		switch {
@@ -81,6 +86,13 @@ func AdmissionResult(plan Plan) Result {
 	}
 	if len(plan.Bounded) > 0 {
 		res.Annotations[v1.BoundedAnnotation] = Summary(plan.Bounded)
+	}
+	if s := RuntimeSummary(plan.Runtimes); s != "" {
+		res.Annotations[v1.RuntimeFloorAnnotation] = s
+	}
+	if plan.Pod != nil && plan.Pod.Changed {
+		res.Pod = plan.Pod
+		res.Annotations[v1.AppliedPodResourcesAnnotation] = plan.Pod.String()
 	}
 	return res
 }

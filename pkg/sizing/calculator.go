@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/ballastk8s/ballast/pkg/sizing/memfloor"
 )
 
 // Stepping says how far one calculation moves a value toward its recommendation.
@@ -39,6 +41,12 @@ type Plan struct {
 	Bounded []BoundNote
 	// HeldAll is the bound reason that left the whole pod unchanged, empty otherwise.
 	HeldAll string
+	// Runtimes are the runtime memory notes (policy spec.runtime other than generic): per
+	// container the resolved runtime, its floor and what the floor raised.
+	Runtimes []RuntimeNote
+	// Pod is the pod-level spec.resources plan (policy podLevel: size, pod with
+	// spec.resources); nil otherwise.
+	Pod *PodPlan
 }
 
 // ContainerPlan is the plan of one container.
@@ -106,6 +114,12 @@ type FieldPlan struct {
 // planned; pod is not modified.
 func Calculate(pod *corev1.Pod, recs Recommendations, p Params, s Stepping) Plan {
 	c := calculator{params: p, stepping: s, thresholds: map[Target]*big.Rat{}, maxChange: p.maxChange()}
+	orig := recs
+	// Raise memory to the runtime's floor (-Xmx + non-heap, GOMEMLIMIT, old space) first:
+	// the allowed range below still caps it, since an admin's maxAllowed and the largest
+	// node are hard limits.
+	recs, runtimes, resolved := applyFloors(pod, recs, p.Runtime)
+	c.runtimes = resolved
 	// Trust a profile's values only within the allowed range (policy minAllowed and
 	// maxAllowed, the largest node's allocatable).
 	recs, capped := capRecommendations(recs, p.Bounds.Allowed)
@@ -124,6 +138,18 @@ func Calculate(pod *corev1.Pod, recs Recommendations, p Params, s Stepping) Plan
 	// Keep the pod admissible: LimitRanges, pod-level resources, quota headroom.
 	c.bound(pod, &plan)
 	repin(pod, &plan)
+	plan.Runtimes = runtimes
+	if p.sizesPodLevel(s) {
+		plan.Pod = sizePodLevel(pod, &plan, c.written(pod, &plan))
+		if plan.Pod != nil && plan.Pod.Held != "" {
+			// The pod level stays as written: plan the containers within it (keep).
+			keep := p
+			keep.PodLevel = PodLevelKeep
+			held := Calculate(pod, orig, keep, s)
+			held.Pod = plan.Pod
+			return held
+		}
+	}
 	return plan
 }
 
@@ -159,6 +185,7 @@ type calculator struct {
 	stepping   Stepping
 	thresholds map[Target]*big.Rat // memoized Params.threshold
 	maxChange  *big.Rat
+	runtimes   map[string]memfloor.Runtime // resolved runtime per container (applyFloors)
 }
 
 func (c *calculator) threshold(res corev1.ResourceName, f Field) *big.Rat {
@@ -219,6 +246,11 @@ func (c *calculator) resource(ctr *corev1.Container, res corev1.ResourceName, r 
 	if lim.Managed && r.HasLimit {
 		lim.Recommended, lim.HasRecommended = r.Limit, true
 		c.move(&lim, limQ, res, Limit, r.Limit)
+		if c.holdShrink(ctr.Name, res) && lim.Changed && (lim.Target < lim.Current || lim.Current == 0) {
+			// A jvm keeps the heap it sized at start: shrink at restart only. Adding a
+			// limit where there was none is a shrink from unbounded.
+			lim.Target, lim.Changed, lim.Reason = lim.Current, false, ReasonRestartOnly
+		}
 	}
 	// No limit (absent or zero) ⇒ no clamping.
 	bound, hasBound := lim.Target, lim.Target > 0
@@ -254,10 +286,16 @@ func (c *calculator) resource(ctr *corev1.Container, res corev1.ResourceName, r 
 		req.Target = bound - 1
 		req.Changed = c.differs(req, reqQ, res)
 	}
-	if req.Changed {
+	if c.holdShrink(ctr.Name, res) && req.Changed && req.HasCurrent && req.Target < req.Current {
+		req.Target, req.Changed, req.Clamped = req.Current, false, false
+		req.Reason = ReasonRestartOnly
+	}
+	switch {
+	case req.Changed:
 		req.Reason = ""
-	} else if c.stepping == Stepped && req.Clamped && req.HasRecommended &&
-		drifts(int64(req.Current), int64(req.Recommended), c.threshold(res, Request)) {
+	case req.Reason == ReasonRestartOnly:
+	case c.stepping == Stepped && req.Clamped && req.HasRecommended &&
+		drifts(int64(req.Current), int64(req.Recommended), c.threshold(res, Request)):
 		req.Reason = ReasonClampedAtLimit
 	}
 	rp.Limit, rp.Request = lim, req

@@ -21,7 +21,7 @@ func (c *calculator) bound(pod *corev1.Pod, plan *Plan) {
 	}
 	c.clampLimitRanges(plan)
 	for round := 0; ; round++ {
-		vs := violations(pod, c.written(pod, plan), b)
+		vs := violations(c.checked(pod), c.written(pod, plan), b)
 		if len(vs) == 0 {
 			return
 		}
@@ -30,6 +30,18 @@ func (c *calculator) bound(pod *corev1.Pod, plan *Plan) {
 			return
 		}
 	}
+}
+
+// checked is the pod the admission checks run against: with podLevel size the pod-level
+// spec.resources are rewritten from the containers afterwards (sizePodLevel), so they do
+// not hold container changes back.
+func (c *calculator) checked(pod *corev1.Pod) *corev1.Pod {
+	if !c.params.sizesPodLevel(c.stepping) || pod.Spec.Resources == nil {
+		return pod
+	}
+	out := pod.DeepCopy()
+	out.Spec.Resources = nil
+	return out
 }
 
 // written are the changes the renderer would write: for admission the unpinned ones

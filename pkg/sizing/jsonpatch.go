@@ -33,8 +33,30 @@ func JSONPatch(pod *corev1.Pod, result Result, bookkeeping map[string]string) ([
 		}
 		ops = append(ops, containerOps(c, ch)...)
 	}
+	if result.Pod != nil && result.Pod.Changed && pod.Spec.Resources != nil {
+		ops = append(ops, podLevelOps(pod.Spec.Resources, result.Pod)...)
+	}
 	ops = append(ops, annotationOps(pod.Annotations, result.Annotations, bookkeeping)...)
 	return ops, nil
+}
+
+// podLevelOps writes the pod-level requests and limits that differ from pr.
+func podLevelOps(pr *corev1.ResourceRequirements, pp *PodPlan) []Operation {
+	var ops []Operation
+	for _, side := range [...]struct {
+		name          string
+		existing, set corev1.ResourceList
+	}{{"requests", pr.Requests, pp.Requests}, {"limits", pr.Limits, pp.Limits}} {
+		for _, res := range sortedResources(side.set) {
+			v := side.set[res]
+			if cur, ok := side.existing[res]; ok && cur.Cmp(v) == 0 {
+				continue
+			}
+			// pp only carries resources the author set, so the map and key exist.
+			ops = append(ops, Operation{Op: "replace", Path: "/spec/resources/" + side.name + "/" + escape(string(res)), Value: v.DeepCopy()})
+		}
+	}
+	return ops
 }
 
 func containerPath(ch ContainerChanges) string {

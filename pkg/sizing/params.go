@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ballastk8s/ballast/pkg/policy"
+	"github.com/ballastk8s/ballast/pkg/sizing/memfloor"
 )
 
 // Params are the policy inputs of the calculator, built from a compiled policy by
@@ -24,7 +25,27 @@ type Params struct {
 	// range (bounds.go). ParamsFor fills Allowed from the policy's minAllowed and
 	// maxAllowed; callers add the namespace's LimitRanges and quotas (WithBounds).
 	Bounds Bounds
+	// Runtime is the policy's runtime memory profile (floors, restart-only shrinks).
+	Runtime RuntimeParams
+	// PodLevel is PodLevelSize when pods with pod-level spec.resources get them sized from
+	// their containers; otherwise (keep) container changes are kept within them.
+	PodLevel string
+	// PodLevelInPlace lets a Stepped (resize) plan change pod-level spec.resources; without
+	// it a resize treats podLevel size as keep, since the API server rejects the change
+	// unless InPlacePodLevelResourcesVerticalScaling is on.
+	PodLevelInPlace bool
 }
+
+// sizesPodLevel reports whether a plan of stepping s rewrites pod-level resources.
+func (p Params) sizesPodLevel(s Stepping) bool {
+	return p.PodLevel == PodLevelSize && (s == AtOnce || p.PodLevelInPlace)
+}
+
+// Pod-level modes (policy spec.podLevel).
+const (
+	PodLevelKeep = policy.PodLevelKeep
+	PodLevelSize = policy.PodLevelSize
+)
 
 // WithBounds returns p with the namespace's LimitRanges and quotas, and the allowed range
 // narrowed by extra (e.g. the largest node's allocatable).
@@ -68,6 +89,11 @@ func ParamsFor(c *policy.Compiled) Params {
 		}
 	}
 	p.MaxChangePerCycle = c.Resize.MaxChangePerCycle
+	p.Runtime = RuntimeParams{Type: memfloor.Runtime(c.Runtime.Type)}
+	if c.Runtime.Type != "" {
+		p.Runtime.Margin = c.Runtime.Margin.Rat()
+	}
+	p.PodLevel = c.PodLevel
 	// The policy's minAllowed/maxAllowed bound every recommended value.
 	for _, res := range recommendedResources {
 		r := Range{}

@@ -28,6 +28,12 @@ type ResizeDecision struct {
 	// and field (current, recommended, target, clamp, reason). Empty when a gate check
 	// decided.
 	Plan Plan
+	// RestartOnly lists the memory shrinks held for a runtime that cannot shrink in place
+	// (jvm), whether or not other changes go out (one RestartOnly event).
+	RestartOnly []string
+	// Pod is the pod-level spec.resources to resize with the containers (policy
+	// podLevel: size), nil when nothing changes there.
+	Pod *PodPlan
 }
 
 // Resize computes an in-place resize of a running pod per SPEC §8.3 (Calculate with
@@ -40,7 +46,7 @@ func Resize(pod *corev1.Pod, recs Recommendations, p Params) ResizeDecision {
 
 // ResizeOf decides steps 4 and 5 of SPEC §8.2 from a Stepped plan.
 func ResizeOf(plan Plan) ResizeDecision {
-	d := ResizeDecision{QoSBefore: plan.QoSBefore, QoSAfter: plan.QoSAfter, Plan: plan}
+	d := ResizeDecision{QoSBefore: plan.QoSBefore, QoSAfter: plan.QoSAfter, Plan: plan, RestartOnly: plan.restartOnly()}
 	changes := plan.Changes()
 	checks := []func(Plan, []ContainerChanges) (reason, message string, blocked bool){
 		// Step 4: nothing to adjust.
@@ -55,6 +61,9 @@ func ResizeOf(plan Plan) ResizeDecision {
 		}
 	}
 	d.Changes = changes
+	if plan.Pod != nil && plan.Pod.Changed {
+		d.Pod = plan.Pod
+	}
 	for _, cp := range plan.Containers {
 		for _, rp := range cp.Resources {
 			if rp.Request.Changed && rp.Request.Clamped {
@@ -100,6 +109,8 @@ func checkNoAdjustment(plan Plan, changes []ContainerChanges) (string, string, b
 		return plan.HeldAll, "every change held back by its bounds: " + Summary(plan.Bounded), true
 	case len(notResizable) > 0:
 		return ReasonNotResizable, "drift only in resources not resizable in place: " + strings.Join(notResizable, "; "), true
+	case len(plan.restartOnly()) > 0:
+		return ReasonRestartOnly, "memory shrinks wait for a restart: " + strings.Join(plan.restartOnly(), "; "), true
 	case len(held) > 0:
 		return ReasonClampedAtLimit, "requests held at their limits: " + strings.Join(held, "; "), true
 	case heldBy != "":

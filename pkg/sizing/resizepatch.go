@@ -12,7 +12,16 @@ import (
 // current requests and limits with the changed fields overridden; native sidecars go
 // under spec.initContainers. Containers without changes are left out.
 func ResizePatch(pod *corev1.Pod, changes []ContainerChanges) ([]byte, error) {
+	return ResizePatchWithPod(pod, changes, nil)
+}
+
+// ResizePatchWithPod is ResizePatch plus the pod-level spec.resources of pp (policy
+// podLevel: size) when pp changes them.
+func ResizePatchWithPod(pod *corev1.Pod, changes []ContainerChanges, pp *PodPlan) ([]byte, error) {
 	var spec resizeSpec
+	if pp != nil && pp.Changed {
+		spec.Resources = &resizeResources{Requests: pp.Requests, Limits: pp.Limits}
+	}
 	for _, ch := range changes {
 		if ch.empty() {
 			continue
@@ -43,6 +52,7 @@ type resizeBody struct {
 }
 
 type resizeSpec struct {
+	Resources      *resizeResources  `json:"resources,omitempty"`
 	InitContainers []resizeContainer `json:"initContainers,omitempty"`
 	Containers     []resizeContainer `json:"containers,omitempty"`
 }

@@ -37,7 +37,9 @@ func (w logWriter) Write(b []byte) (int, error) {
 
 // TestMeasureProfileApply: an app measured in two namespaces feeds one profile; once it is
 // Sufficient, the app deployed into a new namespace is sized at its first admission; an
-// OOM-ing app's memory recommendation jumps after a kill.
+// OOM-ing app's memory recommendation jumps after a kill; `kubectl ballast report` over
+// the running sandbox adds up to the profiles' statuses; an app Prometheus scraped while it
+// ran unenrolled is Sufficient as soon as it is enrolled.
 func TestMeasureProfileApply(t *testing.T) {
 	harness.Logger()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -45,7 +47,7 @@ func TestMeasureProfileApply(t *testing.T) {
 	dir := t.TempDir()
 	s, err := sandbox.Start(ctx, sandbox.Options{Dir: dir, Nodes: 1,
 		ControlBin: build(t, dir, "cmd/ballast-control"), NodeBin: build(t, dir, "cmd/ballast-node"),
-		SampleInterval: time.Second, Progress: logWriter{t},
+		SampleInterval: time.Second, Progress: logWriter{t}, Prometheus: true,
 		Readiness: ballastv1.Readiness{MinDataPoints: 20, MinTimeSpan: "20s", MaxCV: "2.0"}})
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +60,11 @@ func TestMeasureProfileApply(t *testing.T) {
 		Shop:            sandbox.App{Name: "shop", Component: "web", Model: sandbox.ModelSteady, Replicas: 2, CPU: "1", Memory: "1Gi", MemLimit: "2Gi"},
 		OOM:             sandbox.App{Name: "imgproc", Component: "worker", Model: sandbox.ModelOOM, Replicas: 1, CPU: "500m", Memory: "128Mi", MemLimit: "200Mi"},
 		Wait:            3 * time.Minute,
+	}
+	// An app that runs unenrolled through the loop while Prometheus scrapes it.
+	since := time.Now()
+	if err := s.Deploy(ctx, "team-early", ledger, ""); err != nil {
+		t.Fatal(err)
 	}
 	rec := s.Record(ctx, 2*time.Second)
 	rep, err := sc.Run(ctx, s, rec, logWriter{t})
@@ -83,6 +90,12 @@ func TestMeasureProfileApply(t *testing.T) {
 	if rep.Resize.State != ballastv1.ResizeStateCompleted || !rep.Resize.SamePod || after.Cmp(before) >= 0 || after.MilliValue() < 550 {
 		t.Errorf("in-place resize: %+v, want one step from 1 cpu to ≈612m, Completed, same pod", rep.Resize)
 	}
+	// The savings report over what the loop left running (issue 31): its totals are the
+	// sums over the profiles' statuses and their pods.
+	checkReport(ctx, t, s, filepath.Join(dir, "kubeconfig"))
+	// Day-0 history (issue 31): enrolled after the loop, the app that ran unenrolled is
+	// Sufficient at once from what Prometheus scraped of it.
+	checkBackfill(ctx, t, s, since, 20*time.Second)
 	if err := sandbox.WriteChart(filepath.Join(dir, "chart.svg"), rec.Points()); err != nil {
 		t.Error(err)
 	}

@@ -12,9 +12,10 @@ import (
 	"time"
 )
 
-// Prometheus is a real Prometheus server (v3.16, hack/tools/prometheus) on 127.0.0.1,
-// whose TSDB was filled before it started with `promtool tsdb create-blocks-from
-// openmetrics`: hours of history in seconds, without waiting for scrapes.
+// Prometheus is a real Prometheus server (v3.16, hack/tools/prometheus) on 127.0.0.1:
+// either its TSDB was filled before it started with `promtool tsdb create-blocks-from
+// openmetrics` (StartPrometheus: hours of history in seconds, without waiting for
+// scrapes), or it scrapes live stand-ins (StartScrapingPrometheus).
 type Prometheus struct {
 	URL  string
 	dir  string
@@ -24,10 +25,6 @@ type Prometheus struct {
 // StartPrometheus writes openMetrics (OpenMetrics text with sample timestamps, ending in
 // "# EOF") into TSDB blocks and starts Prometheus on them, with no scrape targets.
 func StartPrometheus(openMetrics []byte) (*Prometheus, error) {
-	prom, err := Tool("prometheus")
-	if err != nil {
-		return nil, err
-	}
 	promtool, err := Tool("promtool")
 	if err != nil {
 		return nil, err
@@ -47,16 +44,39 @@ func StartPrometheus(openMetrics []byte) (*Prometheus, error) {
 		return nil, fmt.Errorf("promtool tsdb create-blocks-from openmetrics: %w: %s", err, tail(out))
 	}
 	_ = os.Remove(input)
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 15s\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte("global:\n  scrape_interval: 15s\n"), 0o644); err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	return startPrometheus(dir, 0)
+}
+
+// StartPrometheusConfig starts a real Prometheus with an empty TSDB and config (a
+// prometheus.yml) on 127.0.0.1:port (a free port when 0), and waits until it is ready.
+func StartPrometheusConfig(config string, port int) (*Prometheus, error) {
+	dir, err := os.MkdirTemp("", "ballast-prometheus-")
 	if err != nil {
 		return nil, err
 	}
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	return startPrometheus(dir, port)
+}
+
+// startPrometheus starts Prometheus with dir/prometheus.yml and its TSDB in dir/data on
+// port (a free one when 0), and waits until it is ready.
+func startPrometheus(dir string, port int) (*Prometheus, error) {
+	prom, err := Tool("prometheus")
+	if err != nil {
+		return nil, err
+	}
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p, err := StartProc(dir, "prometheus", prom, "--config.file="+cfg, "--storage.tsdb.path="+data,
+	p, err := StartProc(dir, "prometheus", prom, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--storage.tsdb.retention.time=30d", "--web.listen-address="+addr, "--log.level=warn")
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,6 +71,11 @@ type Options struct {
 	// DisabledControllers are kube-controller-manager controllers turned off besides the
 	// service-account ones (e.g. replicaset-controller when the bench creates pods itself).
 	DisabledControllers []string
+	// Prometheus runs a real Prometheus (bin/prometheus) scraping every second the kubelet
+	// stand-ins' /metrics/cadvisor and a kube-state-metrics stand-in (kube_pod_labels), and
+	// points ballast-control's day-0 backfill at it (--history-prometheus-url, a 1 s step
+	// and a 5 s rate window).
+	Prometheus bool
 }
 
 // Systems a sandbox can run.
@@ -98,7 +104,12 @@ type Sandbox struct {
 	MetricsURL string
 	// ControlCgroup is ballast-control's memory cgroup (Options.ControlMemoryLimit), else nil.
 	ControlCgroup *MemCgroup
-	cancel        context.CancelFunc
+	// PrometheusURL is the sandbox's Prometheus (Options.Prometheus), else "".
+	PrometheusURL  string
+	prometheus     *harness.Prometheus
+	kubeState      *httptest.Server
+	prometheusPort int
+	cancel         context.CancelFunc
 }
 
 const operatorNS = "ballast-system"
@@ -152,6 +163,14 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 		if s.Valkey, err = harness.StartValkey(); err != nil {
 			return s, err
 		}
+		if o.Prometheus {
+			// Its port is chosen now, so ballast-control knows where to ask; it starts once
+			// the nodes exist (a backfill before that finds it down and retries).
+			if s.prometheusPort, err = harness.FreePort(); err != nil {
+				return s, err
+			}
+			s.PrometheusURL = fmt.Sprintf("http://127.0.0.1:%d", s.prometheusPort)
+		}
 		s.logf("starting ballast-control (controllers + webhook with built-in certificates)")
 		if err := s.startControl(ctx, kc); err != nil {
 			return s, err
@@ -189,6 +208,12 @@ func Start(ctx context.Context, o Options) (s *Sandbox, err error) {
 	}
 	if err := harness.Poll(ctx, 60*time.Second+time.Duration(o.Nodes)*100*time.Millisecond, "nodes Ready", s.nodesReady); err != nil {
 		return s, err
+	}
+	if o.Prometheus {
+		s.logf("starting Prometheus scraping the kubelet stand-ins' /metrics/cadvisor and kube_pod_labels every second at %s", s.PrometheusURL)
+		if err := s.startPrometheus(ctx, s.prometheusPort); err != nil {
+			return s, err
+		}
 	}
 	if o.MetricsServer || vpa {
 		s.logf("starting metrics-server and registering %s", MetricsAPIService)
@@ -334,6 +359,9 @@ func (s *Sandbox) startControl(ctx context.Context, kc string) error {
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(health),
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(metrics), "--metrics-secure=false",
 		"--log-format", "text", "--log-level", "debug"}
+	if s.PrometheusURL != "" {
+		args = append(args, "--history-prometheus-url", s.PrometheusURL, "--history-prometheus-step=1s", "--history-prometheus-rate-window=5s")
+	}
 	bin, args := s.Opts.ControlBin, append(args, s.Opts.ControlArgs...)
 	if s.Opts.ControlMemoryLimit > 0 {
 		cg, err := NewMemCgroup(fmt.Sprintf("ballast-control-%d", os.Getpid()), s.Opts.ControlMemoryLimit)
@@ -396,6 +424,7 @@ func (s *Sandbox) Stop() {
 	if s.ControlCgroup != nil {
 		_ = s.ControlCgroup.Remove()
 	}
+	s.stopPrometheus()
 	for _, n := range s.Nodes {
 		n.Close()
 	}

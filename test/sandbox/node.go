@@ -355,6 +355,8 @@ func (n *Node) serveKubelet(w http.ResponseWriter, r *http.Request) {
 		n.serveSummary(w)
 	case "/metrics/resource":
 		n.serveResource(w)
+	case "/metrics/cadvisor":
+		n.serveCAdvisor(w)
 	default:
 		http.NotFound(w, r)
 	}

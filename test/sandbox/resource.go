@@ -14,6 +14,7 @@ import (
 // kubelet's /metrics/resource reports it.
 type resourceSample struct {
 	Namespace, Pod, Container string
+	UID                       string  // the pod's (for cAdvisor's cgroup id)
 	CPUSeconds                float64 // cumulative core-seconds
 	WorkingSetBytes           float64
 	Started, At               time.Time

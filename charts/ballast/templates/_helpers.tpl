@@ -223,6 +223,12 @@ seccompProfile:
 {{- if ne (toString .timeout) "30s" }}
 - --history-prometheus-timeout={{ .timeout }}
 {{- end }}
+{{- if and .step (ne (toString .step) "1m") }}
+- --history-prometheus-step={{ .step }}
+{{- end }}
+{{- if and .rateWindow (ne (toString .rateWindow) "5m") }}
+- --history-prometheus-rate-window={{ .rateWindow }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- if not .Values.understudy.enabled }}

@@ -122,7 +122,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 			return nil, err
 		}
 		// Its own store connection, like the fallback's.
-		b := backfill.New(prom, store.NewProfileReaderConfig(o.StoreConfig()), backfill.Options{})
+		b := backfill.New(prom, store.NewProfileReaderConfig(o.StoreConfig()), backfill.Options{Step: o.HistoryPrometheusStep, RateWindow: o.HistoryPrometheusRateWindow})
 		cs.Profiles.SetBackfill(b, backfill.NewMetrics(d.Registry), profiles.BackfillOptions{Timeout: o.HistoryPrometheusTimeout})
 	}
 	cs.Profiles.SetStatusRefresh(o.StatusRefreshInterval)

@@ -89,6 +89,10 @@ type Options struct {
 	// each backfill bounded by HistoryPrometheusTimeout.
 	HistoryPrometheusURL     string
 	HistoryPrometheusTimeout time.Duration
+	// HistoryPrometheusStep is the resolution asked of Prometheus (one sample per container
+	// and resource per step); HistoryPrometheusRateWindow the cpu rate()'s range, which must
+	// hold at least two of that Prometheus' scrapes.
+	HistoryPrometheusStep, HistoryPrometheusRateWindow time.Duration
 
 	// ProfileWorkers is how many WorkloadProfiles the profiles controller reconciles at
 	// once; EnrollmentWorkers how many pods the enrollment controller reconciles at once.
@@ -114,34 +118,36 @@ func NewOptions() *Options {
 		redis = "redis://localhost:6379"
 	}
 	return &Options{
-		MetricsBindAddress:       "0",
-		MetricsSecure:            true,
-		HealthProbeBindAddress:   ":8081",
-		LeaderElect:              true,
-		Understudy:               true,
-		UnderstudyMaxHold:        understudy.DefaultMaxHold,
-		Fallback:                 true,
-		FallbackInterval:         30 * time.Second,
-		HistoryPrometheusTimeout: 30 * time.Second,
-		WebhookCertName:          "tls.crt",
-		WebhookCertKey:           "tls.key",
-		WebhookPort:              ballastv1.WebhookPort,
-		WebhookCertMode:          "builtin",
-		WebhookSecretName:        "ballast-webhook-cert",
-		WebhookConfigName:        "ballast",
-		OperatorNamespace:        ns,
-		RedisURL:                 redis,
-		Store:                    store.ConfigFromEnv(""),
-		DryRun:                   "none",
-		LogLevel:                 "info",
-		LogFormat:                "json",
-		LogStdout:                true,
-		PressureRaiseThreshold:   100 * resize.DefaultPressureThreshold,
-		PressureRaiseSustain:     resize.DefaultPressureSustain,
-		StatusRefreshInterval:    profiles.DefaultStatusRefresh,
-		StoreCapacityInterval:    profiles.DefaultStoreCapacityInterval,
-		ProfileWorkers:           profiles.DefaultWorkers,
-		EnrollmentWorkers:        enrollment.DefaultWorkers,
+		MetricsBindAddress:          "0",
+		MetricsSecure:               true,
+		HealthProbeBindAddress:      ":8081",
+		LeaderElect:                 true,
+		Understudy:                  true,
+		UnderstudyMaxHold:           understudy.DefaultMaxHold,
+		Fallback:                    true,
+		FallbackInterval:            30 * time.Second,
+		HistoryPrometheusTimeout:    30 * time.Second,
+		HistoryPrometheusStep:       time.Minute,
+		HistoryPrometheusRateWindow: 5 * time.Minute,
+		WebhookCertName:             "tls.crt",
+		WebhookCertKey:              "tls.key",
+		WebhookPort:                 ballastv1.WebhookPort,
+		WebhookCertMode:             "builtin",
+		WebhookSecretName:           "ballast-webhook-cert",
+		WebhookConfigName:           "ballast",
+		OperatorNamespace:           ns,
+		RedisURL:                    redis,
+		Store:                       store.ConfigFromEnv(""),
+		DryRun:                      "none",
+		LogLevel:                    "info",
+		LogFormat:                   "json",
+		LogStdout:                   true,
+		PressureRaiseThreshold:      100 * resize.DefaultPressureThreshold,
+		PressureRaiseSustain:        resize.DefaultPressureSustain,
+		StatusRefreshInterval:       profiles.DefaultStatusRefresh,
+		StoreCapacityInterval:       profiles.DefaultStoreCapacityInterval,
+		ProfileWorkers:              profiles.DefaultWorkers,
+		EnrollmentWorkers:           enrollment.DefaultWorkers,
 	}
 }
 
@@ -184,6 +190,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.FallbackEphemeralStorage, "fallback-ephemeral-storage", o.FallbackEphemeralStorage, "with --fallback, also read ephemeral storage of those pods from the kubelet Summary API through the node proxy (needs get on nodes/proxy)")
 	fs.StringVar(&o.HistoryPrometheusURL, "history-prometheus-url", o.HistoryPrometheusURL, "Prometheus HTTP API (e.g. http://prometheus.monitoring:9090) from which a new WorkloadProfile is backfilled once with its pods' cAdvisor usage over the retention window (selected through kube-state-metrics' kube_pod_labels); empty: no backfill")
 	fs.DurationVar(&o.HistoryPrometheusTimeout, "history-prometheus-timeout", o.HistoryPrometheusTimeout, "longest one profile's backfill from --history-prometheus-url may take (every query and the store write); past it the profile accrues without it")
+	fs.DurationVar(&o.HistoryPrometheusStep, "history-prometheus-step", o.HistoryPrometheusStep, "resolution of the history read from --history-prometheus-url: one sample per container and resource per step (whole seconds, at least 1s)")
+	fs.DurationVar(&o.HistoryPrometheusRateWindow, "history-prometheus-rate-window", o.HistoryPrometheusRateWindow, "range of the cpu rate() in the history query; must span at least two of that Prometheus' scrape intervals (whole seconds, at least the step)")
 	fs.BoolVar(&o.Understudy, "understudy", o.Understudy, "run Understudy: the controller and the eviction webhook (needs its RBAC and CRD)")
 	fs.StringVar(&o.UnderstudyDoomTaints, "understudy-doom-taints", o.UnderstudyDoomTaints, "extra taint keys announcing a voluntary node disruption (comma-separated)")
 	fs.StringVar(&o.UnderstudyInvoluntaryTaints, "understudy-involuntary-taints", o.UnderstudyInvoluntaryTaints, "extra taint keys announcing an involuntary node disruption, e.g. a spot-interruption handler's (comma-separated; an RFC 3339 value is its deadline)")
@@ -255,6 +263,12 @@ func (o *Options) Validate() error {
 		}
 		if o.HistoryPrometheusTimeout < time.Second {
 			errs = append(errs, fmt.Errorf("--history-prometheus-timeout %v: must be at least 1s", o.HistoryPrometheusTimeout))
+		}
+		if o.HistoryPrometheusStep < time.Second || o.HistoryPrometheusStep%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("--history-prometheus-step %v: must be whole seconds, at least 1s", o.HistoryPrometheusStep))
+		}
+		if o.HistoryPrometheusRateWindow < o.HistoryPrometheusStep || o.HistoryPrometheusRateWindow%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("--history-prometheus-rate-window %v: must be whole seconds, at least the step (%v)", o.HistoryPrometheusRateWindow, o.HistoryPrometheusStep))
 		}
 	}
 	if err := o.StoreConfig().ValidateFlags(); err != nil {

@@ -39,9 +39,13 @@ type Options struct {
 	// RateWindow is the cpu rate()'s range (default 5m: four scrapes at a 75s interval).
 	RateWindow time.Duration
 	// Chunk is the longest range of one query (default 24h: 1,440 points per series at a
-	// one-minute step, well under Prometheus' 11,000-point limit).
+	// one-minute step, well under Prometheus' 11,000-point limit; never more than 10,000
+	// steps).
 	Chunk time.Duration
 }
+
+// maxPoints bounds the points of one series in one query.
+const maxPoints = 10_000
 
 func (o Options) withDefaults() Options {
 	if o.Step <= 0 {
@@ -53,6 +57,10 @@ func (o Options) withDefaults() Options {
 	if o.Chunk <= 0 {
 		o.Chunk = 24 * time.Hour
 	}
+	// At most 10,000 points per series and query: Prometheus refuses more than 11,000.
+	if most := o.Step * maxPoints; o.Chunk > most {
+		o.Chunk = most
+	}
 	return o
 }
 
@@ -63,6 +71,11 @@ type Request struct {
 	Profile, Hash string
 	// SelectorLabels are the profile's status.selectorLabels.
 	SelectorLabels map[string]string
+	// Policy is the governing policy's selector, and PolicyNamespace a ResourcePolicy's
+	// namespace ("" for a ClusterResourcePolicy): historical pods they do not match are
+	// not read (ScopeMatchers).
+	Policy          ballastv1.PolicySelector
+	PolicyNamespace string
 	// Start and End bound the history read; End is the profile's creation, so samples the
 	// node agents wrote since are never doubled.
 	Start, End time.Time
@@ -118,6 +131,10 @@ func (b *Backfiller) Run(ctx context.Context, req Request) Result {
 	if !req.End.After(req.Start) {
 		return Result{Reason: ResultNoHistory, Message: "history: nothing to backfill before the profile was created"}
 	}
+	scope, err := ScopeMatchers(req.Policy, req.PolicyNamespace)
+	if err != nil {
+		return Result{Reason: ResultNoHistory, Message: "history: the policy's selector cannot be read from Prometheus: " + err.Error()}
+	}
 	layout := series.DefaultLayout(req.Retention)
 	acc := newAccumulator(layout.Window)
 	for lo := req.Start; lo.Before(req.End); lo = lo.Add(b.o.Chunk) {
@@ -126,8 +143,8 @@ func (b *Backfiller) Run(ctx context.Context, req Request) Result {
 			resource, query string
 			scale           float64
 		}{
-			{series.ResourceCPU, CPUQuery(req.SelectorLabels, b.o.RateWindow), 1000},
-			{series.ResourceMemory, MemoryQuery(req.SelectorLabels), 1},
+			{series.ResourceCPU, CPUQuery(req.SelectorLabels, b.o.RateWindow, scope...), 1000},
+			{series.ResourceMemory, MemoryQuery(req.SelectorLabels, scope...), 1},
 		} {
 			got, _, err := b.src.QueryRange(ctx, q.query, lo, hi, b.o.Step)
 			if err != nil {

@@ -95,6 +95,15 @@ func (c *Controller) applyBackfill(ctx context.Context, wp *ballastv1.WorkloadPr
 	retention, _ := ballastv1.RetentionWindow(*snap.Config)
 	req := backfill.Request{Profile: wp.Name, Hash: next.MeasurementHash, SelectorLabels: next.SelectorLabels,
 		Start: now.Add(-retention), End: minTime(wp.CreationTimestamp.Time, now), Retention: retention}
+	// Only the historical pods the governing policy selects (a policy that cannot be
+	// loaded now is tried again on a later pass).
+	if ref := next.PolicyRef; ref != nil {
+		compiled, err := c.resolver.Policy(ctx, *ref)
+		if err != nil || compiled == nil {
+			return nil
+		}
+		req.Policy, req.PolicyNamespace = compiled.Spec.Selector, ref.Namespace
+	}
 	rctx, cancel := context.WithTimeout(ctx, bs.o.Timeout)
 	start := time.Now()
 	res := bs.b.Run(rctx, req)

@@ -68,7 +68,7 @@ func (c *Controller) revertInfeasible(ctx context.Context, pod *corev1.Pod, why 
 	if resizeplan.Unchanged(pod, back) {
 		return false, nil
 	}
-	body, err := resizeBody(pod, resizeplan.WithTargets(sizing.LongRunningChanges(pod), back))
+	body, err := resizeBody(pod, resizeplan.WithTargets(sizing.LongRunningChanges(pod), back), nil)
 	if err != nil {
 		return false, err
 	}

@@ -20,6 +20,8 @@ type proposal struct {
 	changes []sizing.ContainerChanges
 	clamps  []sizing.Clamp
 	donor   bool
+	// podLevel is the pod-level spec.resources to send with changes (podLevel: size).
+	podLevel *sizing.PodPlan
 	// why is logged with the patch: "interval", "donor", "oom", "cap".
 	why string
 	// rescaled are the HPA metrics whose averageUtilization follows the resize
@@ -50,14 +52,24 @@ func (c *Controller) evaluate(ctx context.Context, pc *profileCtx, pod *corev1.P
 	if !ok {
 		return proposal{}, false
 	}
-	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: recs, Params: objs.Params(pc.params),
+	params := objs.Params(pc.params)
+	params.PodLevelInPlace = c.podLevelInPlace(ctx, pod, params)
+	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: recs, Params: params,
 		Interval: pc.interval, Now: pc.now, DryRun: c.opts.DryRun})
 	if len(d.Plan.Bounded) > 0 {
 		log.Info("resize targets bounded", "bounded", sizing.Summary(d.Plan.Bounded))
 	}
+	if len(d.RestartOnly) > 0 {
+		// A jvm's memory shrink waits for a restart; cpu (and memory growth) still resize.
+		log.Info("memory shrink held until restart", "reason", sizing.ReasonRestartOnly, "held", d.RestartOnly)
+		c.events.Publish(restartOnlyEvent(pod, d.RestartOnly))
+		if d.Reason == "" || d.Reason == sizing.ReasonDryRun {
+			c.metrics.Skipped.WithLabelValues(sizing.ReasonRestartOnly, pc.policyLabel(), pod.Namespace, pc.profile.Name).Inc()
+		}
+	}
 	switch d.Reason {
 	case "", sizing.ReasonDryRun:
-		return proposal{pc: pc, pod: pod, changes: d.Changes, clamps: d.Clamps, why: "interval", rescaled: guard.Rescaled}, true
+		return proposal{pc: pc, pod: pod, changes: d.Changes, clamps: d.Clamps, podLevel: d.Pod, why: "interval", rescaled: guard.Rescaled}, true
 	case sizing.ReasonQoSPinned:
 		log.Info("resize would change the QoS class, skipped", "reason", d.Reason, "qos_current", d.QoSBefore, "qos_after", d.QoSAfter)
 	default:

@@ -2,6 +2,7 @@ package resize
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -24,7 +25,16 @@ const (
 	EventResizeLadder = "ResizeLadder"
 	// EventResizeRaised records a fast raise after an OOM kill.
 	EventResizeRaised = "ResizeRaised"
+	// EventRestartOnly records memory shrinks held because the container's runtime (jvm)
+	// cannot give memory back in place; they take effect when the pod restarts.
+	EventRestartOnly = "RestartOnly"
 )
+
+// restartOnlyEvent: memory shrinks held for a restart (sizing.ReasonRestartOnly).
+func restartOnlyEvent(pod *corev1.Pod, held []string) events.Event {
+	return events.Event{Object: pod, Type: corev1.EventTypeNormal, Reason: EventRestartOnly,
+		Message: "memory shrink held until the pod restarts (runtime jvm): " + strings.Join(held, "; ")}
+}
 
 // The controller's events, published through the shared events.Recorder (source component
 // "ballast"); in dry-run the controller has no recorder and publishes none (SPEC §10.3).

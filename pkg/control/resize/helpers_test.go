@@ -45,7 +45,7 @@ func TestResizeBody(t *testing.T) {
 		{Name: "side", Sidecar: true, Requests: corev1.ResourceList{corev1.ResourceCPU: mcpu(50)}},
 		{Name: "app", Index: 0, Requests: corev1.ResourceList{corev1.ResourceMemory: bytes(128 << 20)}},
 	}
-	b, err := resizeBody(pod, changes)
+	b, err := resizeBody(pod, changes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

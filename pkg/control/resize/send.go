@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,8 +23,8 @@ import (
 // adjusted container with its full requests and limits, sidecars under
 // spec.initContainers) with the pod's resourceVersion as a precondition, so a resize
 // decided on a stale pod is answered 409 instead of overwriting a newer one.
-func resizeBody(pod *corev1.Pod, changes []sizing.ContainerChanges) ([]byte, error) {
-	body, err := sizing.ResizePatch(pod, changes)
+func resizeBody(pod *corev1.Pod, changes []sizing.ContainerChanges, podLevel *sizing.PodPlan) ([]byte, error) {
+	body, err := sizing.ResizePatchWithPod(pod, changes, podLevel)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +44,13 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 	pol, profile := c.podAttrs(ctx, pod)
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name, "profile", profile,
 		"policy", pol, "action", "resize", "why", p.why)
-	body, err := resizeBody(pod, changes)
+	// Pod-level spec.resources go with the changes they were derived from, never with a
+	// capped variant of them (a cap re-plans the containers only).
+	var podLevel *sizing.PodPlan
+	if p.podLevel != nil && equality.Semantic.DeepEqual(changes, p.changes) {
+		podLevel = p.podLevel
+	}
+	body, err := resizeBody(pod, changes, podLevel)
 	if err != nil {
 		return false, err
 	}

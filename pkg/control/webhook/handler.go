@@ -194,6 +194,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 		log.Info("recommendation bounded", "reason", n.Reason, "container", n.Container, "resource", n.Resource,
 			"field", n.Field, "from", n.From.String(n.Resource), "to", n.To.String(n.Resource), "held", n.Held, "bound", n.Why)
 	}
+	for _, n := range result.Runtimes {
+		log.V(1).Info("runtime memory profile", "container", n.Container, "runtime", n.Floor.Runtime, "detail", n.String())
+	}
+	if result.Pod != nil {
+		log.Info("sizing pod-level resources", "pod_resources", result.Pod.String(), "derived", strings.Join(result.Pod.Notes, "; "))
+	}
 	for _, c := range result.Clamps {
 		h.metrics.Clamped.WithLabelValues(c.Container, string(c.Resource), policyName, nsLabel, metrics.PhaseAdmission, b.ProfileName).Inc()
 		log.Info("recommended request clamped to its limit", "container", c.Container, "resource", c.Resource,

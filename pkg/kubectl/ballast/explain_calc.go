@@ -184,6 +184,7 @@ func explainAdmission(pod *corev1.Pod, fromTemplate bool, mode string, wp *balla
 	res := sizing.AdmissionResult(plan)
 	ae.HPA = hpaLines(pod, res.Changes, p.HPA, hpaTargets, guard)
 	ae.QoSBefore, ae.QoSAfter, ae.StepDown = string(plan.QoSBefore), string(plan.QoSAfter), plan.StepDown
+	ae.Runtime, ae.PodLevel = runtimeOf(p, plan), podLevelOf(pod, p, plan)
 	ae.Pinned = res.Pinned
 	ae.Annotations = res.Annotations
 	ae.Sized = len(res.Changes) > 0
@@ -212,6 +213,7 @@ func explainAdmission(pod *corev1.Pod, fromTemplate bool, mode string, wp *balla
 					fc.Bound = f.fp.Bound.String(rp.Resource)
 					fc.StepDown = f.fp.Target < f.fp.Bound
 				}
+				fc.Guards = guardsOf(plan, cp.Name, rp.Resource, sizing.Field(f.name))
 				ae.Fields = append(ae.Fields, fc)
 			}
 		}

@@ -118,6 +118,11 @@ type admissionExplain struct {
 	HPA []hpaGuardLine `json:"hpa,omitempty"`
 	// HPAError says the HPAs could not be read (the guard is then not shown).
 	HPAError string `json:"hpaError,omitempty"`
+	// Runtime is the policy's runtime memory profile and what it decided per container.
+	Runtime *runtimeExplain `json:"runtime,omitempty"`
+	// PodLevel is what admission does with pod-level spec.resources (nil when the pod
+	// has none).
+	PodLevel *podLevelExplain `json:"podLevel,omitempty"`
 }
 
 // hpaGuardLine is one HPA utilization metric on the pod's owner and what behaviors.hpa does.
@@ -134,6 +139,32 @@ type hpaGuardLine struct {
 	Exact       bool   `json:"exact,omitempty"`
 }
 
+// runtimeExplain is the policy's spec.runtime and its per-container floors.
+type runtimeExplain struct {
+	Type       string             `json:"type"`
+	Margin     string             `json:"margin"`
+	Containers []runtimeContainer `json:"containers,omitempty"`
+	// RestartOnly is true when memory shrinks of these containers are held in place.
+	RestartOnly bool `json:"restartOnly,omitempty"`
+}
+
+type runtimeContainer struct {
+	Container string `json:"container"`
+	Runtime   string `json:"runtime"`
+	Floor     string `json:"floor,omitempty"`
+	Source    string `json:"source,omitempty"`
+	Why       string `json:"why,omitempty"`
+	Note      string `json:"note,omitempty"`
+}
+
+type podLevelExplain struct {
+	Mode    string   `json:"mode"`
+	Current string   `json:"current"`
+	Written string   `json:"written,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+	Held    string   `json:"held,omitempty"`
+}
+
 type fieldChange struct {
 	Container   string `json:"container"`
 	Resource    string `json:"resource"`
@@ -146,6 +177,9 @@ type fieldChange struct {
 	Bound       string `json:"bound,omitempty"`
 	StepDown    bool   `json:"stepDown,omitempty"`
 	Pinned      bool   `json:"pinned,omitempty"`
+	// Guards name what shaped the written value besides the recommendation: a runtime
+	// floor, an allowed-range cap, a LimitRange, pod-level resources, a quota.
+	Guards []string `json:"guards,omitempty"`
 }
 
 type resizeExplain struct {

@@ -128,10 +128,15 @@ func writeAdmission(p *printer, a admissionExplain) {
 			p.f("%s recommendation %s is above the limit %s; written as %s, one unit below the limit, so the pod stays Burstable", what, orDefault(f.Recommended, f.Current), f.Bound, f.Written)
 		case f.Clamped:
 			p.f("%s recommendation %s is above the limit %s, so the request is clamped to %s%s", what, orDefault(f.Recommended, f.Current), f.Bound, f.Written, unchanged(f))
+		case f.Changed && len(f.Guards) > 0:
+			p.f("%s %s -> %s (the recommendation, shaped by the guard below)", what, f.Current, f.Written)
 		case f.Changed:
 			p.f("%s %s -> %s (the recommendation)", what, f.Current, f.Written)
 		default:
 			p.f("%s %s, already at the recommendation %s", what, f.Current, orDefault(f.Recommended, f.Written))
+		}
+		for _, g := range f.Guards {
+			p.f("    guard: %s", g)
 		}
 	}
 	for _, h := range a.HPA {
@@ -159,6 +164,8 @@ func writeAdmission(p *printer, a admissionExplain) {
 	if a.HPAError != "" {
 		p.f("  HorizontalPodAutoscalers not read (%s): the behaviors.hpa guard is not shown.", a.HPAError)
 	}
+	writeRuntime(p, a.Runtime)
+	writePodLevel(p, a.PodLevel)
 	if a.QoSBefore != "" {
 		if a.QoSBefore == a.QoSAfter {
 			p.f("  QoS class %s is kept.", a.QoSBefore)
@@ -226,5 +233,44 @@ type printer struct {
 func (p *printer) f(format string, args ...any) {
 	if p.err == nil {
 		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+func writeRuntime(p *printer, r *runtimeExplain) {
+	if r == nil {
+		return
+	}
+	p.f("  Runtime %s (floor margin %s):", r.Type, r.Margin)
+	for _, c := range r.Containers {
+		switch {
+		case c.Floor != "":
+			p.f("    %s: %s, memory floor %s = %s [%s]", c.Container, c.Runtime, c.Floor, c.Why, c.Source)
+		case c.Note != "":
+			p.f("    %s: %s, %s", c.Container, c.Runtime, c.Note)
+		default:
+			p.f("    %s: %s, no floor", c.Container, c.Runtime)
+		}
+	}
+	if r.RestartOnly {
+		p.f("    jvm memory is never shrunk in place: resize holds memory shrinks (restart_only) and they apply at the next restart")
+	}
+}
+
+func writePodLevel(p *printer, pl *podLevelExplain) {
+	if pl == nil {
+		return
+	}
+	switch {
+	case pl.Written != "":
+		p.f("  Pod-level resources (podLevel %s): %s -> %s", pl.Mode, pl.Current, pl.Written)
+	case pl.Held != "":
+		p.f("  Pod-level resources (podLevel %s): %s kept (%s)", pl.Mode, pl.Current, pl.Held)
+	case pl.Mode == "size":
+		p.f("  Pod-level resources (podLevel size): %s, unchanged", pl.Current)
+	default:
+		p.f("  Pod-level resources (podLevel keep): %s kept as written; container changes are held within them", pl.Current)
+	}
+	for _, n := range pl.Notes {
+		p.f("    %s", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,10 +64,13 @@ func run(b *testing.B, src backfill.Source, start, end time.Time) {
 	reader := store.NewProfileReaderConfig(store.Config{URL: srv.Valkey.URL()})
 	bf := backfill.New(src, reader, backfill.Options{})
 	var samples int64
+	var peak peakMemory
 	b.ResetTimer()
 	for i := range b.N {
+		stop := peak.watch()
 		res := bf.Run(context.Background(), backfill.Request{Profile: "bench", Hash: fmt.Sprintf("%016x", time.Now().UnixNano()+int64(i)),
 			SelectorLabels: selector, Start: start, End: end, Retention: ballastv1.DefaultRetentionWindow})
+		stop()
 		if res.Reason != backfill.ResultBackfilled {
 			b.Fatalf("backfill: %+v", res)
 		}
@@ -75,6 +79,78 @@ func run(b *testing.B, src backfill.Source, start, end time.Time) {
 	b.StopTimer()
 	b.ReportMetric(float64(samples), "samples/op")
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/backfill")
+	b.ReportMetric(float64(peak.heap)/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(peak.alloc)/float64(b.N)/(1<<20), "alloc-MiB/op")
+	if peak.rss > 0 {
+		b.ReportMetric(float64(peak.rss)/(1<<20), "peak-rss-MiB")
+		b.ReportMetric(float64(peak.baseRSS)/(1<<20), "base-rss-MiB")
+	}
+}
+
+// peakMemory is the memory one backfill takes: the Go heap in use above what it was before
+// the backfill (sampled every 5 ms, garbage not yet collected included; the largest over
+// the runs), the bytes allocated, and the process' peak resident set (VmHWM after
+// resetting it) with the resident set before the run (the benchmark's own baseline, such
+// as the generated answers the test server holds).
+type peakMemory struct {
+	heap, alloc, rss, baseRSS uint64
+}
+
+func (p *peakMemory) watch() (stop func()) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, allocated := ms.HeapInuse, ms.TotalAlloc
+	// Linux: writing 5 to clear_refs resets VmHWM to the current resident set.
+	rssReset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+	if rssReset {
+		p.baseRSS = max(p.baseRSS, procStatus("VmRSS:"))
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > base && m.HeapInuse-base > p.heap {
+				p.heap = m.HeapInuse - base
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		p.alloc += m.TotalAlloc - allocated
+		if rssReset {
+			p.rss = max(p.rss, procStatus("VmHWM:"))
+		}
+	}
+}
+
+// procStatus is a /proc/self/status size field (VmRSS:, VmHWM:) in bytes, 0 when unknown.
+func procStatus(field string) uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // BenchmarkBackfillWrite: 1 day × 1,000 pods from generated answers (what a Prometheus

@@ -29,6 +29,12 @@ const (
 	// the author's averageUtilization and the request it applied to before Ballast first
 	// rescaled it (behaviors.hpa: scale-target): "60% of 500m".
 	HPABaseAnnotationPrefix = Prefix + "hpa-base-"
+	// RuntimeFloorAnnotation records, on a pod sized at admission, the runtime memory
+	// floors that raised a recommendation ("app memory request 300Mi→590Mi (jvm …)").
+	RuntimeFloorAnnotation = Prefix + "runtime-floor"
+	// AppliedPodResourcesAnnotation records the pod-level spec.resources Ballast wrote
+	// (policy podLevel: size): "requests cpu=300m,memory=320Mi; limits memory=640Mi".
+	AppliedPodResourcesAnnotation = Prefix + "applied-pod-resources"
 
 	LastResizeAnnotation       = Prefix + "last-resize"
 	ResizeBlockedAnnotation    = Prefix + "resize-blocked"

@@ -38,6 +38,38 @@ type ResourcePolicySpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=3
 	MaxAllowed map[string]string `json:"maxAllowed,omitempty"`
+
+	// Runtime names the memory profile of the governed containers' runtime. With a runtime
+	// whose heap is set by an option (jvm -Xmx/MaxRAMPercentage, go GOMEMLIMIT, node
+	// --max-old-space-size) the memory recommendation is never below the floor that option
+	// implies; jvm memory is never shrunk in place (restart only) and its memory headroom
+	// defaults to 1.25. Absent means generic: no floor, no hold.
+	// +optional
+	Runtime RuntimeSpec `json:"runtime,omitzero"`
+
+	// PodLevel says what Ballast does with pods that carry pod-level spec.resources:
+	// keep (default) leaves them as written and keeps container changes within them;
+	// size sets them from the sum of the containers' sized values, with the QoS class kept.
+	// +optional
+	// +kubebuilder:validation:Enum=keep;size
+	PodLevel string `json:"podLevel,omitempty"`
+}
+
+// RuntimeSpec is the memory profile of a policy's containers.
+type RuntimeSpec struct {
+	// Type is generic, jvm, go, node, python or auto (detected per container from its
+	// environment and arguments: JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS or -Xmx ⇒ jvm,
+	// GOMEMLIMIT ⇒ go, NODE_OPTIONS or --max-old-space-size ⇒ node, else generic).
+	// python sizes like generic. Blank means generic.
+	// +optional
+	// +kubebuilder:validation:Enum=generic;jvm;go;node;python;auto
+	Type string `json:"type,omitempty"`
+
+	// Margin is added to a runtime floor, as a percentage such as "5%"; blank means 5%.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)%?$')",message="margin must be a percentage such as 5%"
+	Margin string `json:"margin,omitempty"`
 }
 
 // PolicySelector narrows the pods a policy governs. Every part must match.
