@@ -30,6 +30,8 @@ type Compiled struct {
 	// MinAllowed and MaxAllowed are spec.minAllowed/maxAllowed by resource, in whole units
 	// (millicores for cpu, bytes otherwise); a missing resource is unbounded.
 	MinAllowed, MaxAllowed map[string]int64
+	// HPA is behaviors.hpa: ballastv1.HPAPreserve (the default), HPAScaleTarget or HPAIgnore.
+	HPA string
 	// Runtime is spec.runtime, parsed: type (blank ⇒ generic) and margin (blank ⇒ 5%).
 	Runtime Runtime
 	// PodLevel is spec.podLevel: PodLevelKeep (blank) or PodLevelSize.
@@ -78,6 +80,7 @@ func Compile(kind, namespace, name string, generation int64, spec ballastv1.Reso
 		Resize:        p.resize,
 		MinAllowed:    p.minAllowed,
 		MaxAllowed:    p.maxAllowed,
+		HPA:           p.hpa,
 		Runtime:       p.runtime,
 		PodLevel:      p.podLevel,
 		StartupBoost:  p.boost,

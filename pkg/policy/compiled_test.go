@@ -179,3 +179,37 @@ func TestCompiledReferences(t *testing.T) {
 		t.Errorf("default memory floor = %d bytes, want 25Mi", b)
 	}
 }
+
+func TestCompileHPABehavior(t *testing.T) {
+	cases := map[string]struct {
+		written    string
+		want       string
+		wantReason string
+	}{
+		"blank is preserve":     {written: "", want: ballastv1.HPAPreserve},
+		"preserve":              {written: "preserve", want: ballastv1.HPAPreserve},
+		"scale-target":          {written: "scale-target", want: ballastv1.HPAScaleTarget},
+		"ignore":                {written: "ignore", want: ballastv1.HPAIgnore},
+		"unknown value":         {written: "scale", wantReason: ReasonInvalidHPA},
+		"wrong case is invalid": {written: "Preserve", wantReason: ReasonInvalidHPA},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := ballastv1.ResourcePolicySpec{Behaviors: ballastv1.Behaviors{HPA: tc.written}}
+			c, err := Compile(ballastv1.KindClusterResourcePolicy, "", "p", 1, spec, Floors{})
+			if tc.wantReason != "" {
+				var verr *ValidationError
+				if !errors.As(err, &verr) || verr.Reason != tc.wantReason {
+					t.Fatalf("Compile error = %v, want reason %s", err, tc.wantReason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.HPA != tc.want || c.Spec.Behaviors.HPA != tc.want {
+				t.Errorf("HPA = %q (spec %q), want %q", c.HPA, c.Spec.Behaviors.HPA, tc.want)
+			}
+		})
+	}
+}

@@ -29,6 +29,8 @@ const (
 	// ReasonInvalidBounds: a minAllowed/maxAllowed key is not a recommended resource, or
 	// its value is not a quantity ≥ 0, or minAllowed exceeds maxAllowed.
 	ReasonInvalidBounds = "InvalidBounds"
+	// ReasonInvalidHPA: behaviors.hpa is not preserve, scale-target or ignore.
+	ReasonInvalidHPA = "InvalidHPA"
 	// ReasonInvalidRuntime: runtime.type or podLevel is not one of their values, or
 	// runtime.margin is not a percentage in [0, 100].
 	ReasonInvalidRuntime = "InvalidRuntime"
@@ -91,6 +93,7 @@ type parsed struct {
 	resize           Resize
 	minAllowed       map[string]int64
 	maxAllowed       map[string]int64
+	hpa              string
 	runtime          Runtime
 	podLevel         string
 	boost            *Boost
@@ -210,6 +213,18 @@ func parse(spec ballastv1.ResourcePolicySpec, l limits) (*parsed, *ValidationErr
 			return nil, invalid(ReasonInvalidBounds, "minAllowed[%q] %q: must be ≤ maxAllowed[%q] %q",
 				res, spec.MinAllowed[res], res, spec.MaxAllowed[res])
 		}
+	}
+
+	// InvalidHPA: behaviors.hpa is one of its enum (objects stored before schema checks);
+	// blank is the default, preserve.
+	switch spec.Behaviors.HPA {
+	case "":
+		p.hpa = ballastv1.DefaultHPA
+	case ballastv1.HPAPreserve, ballastv1.HPAScaleTarget, ballastv1.HPAIgnore:
+		p.hpa = spec.Behaviors.HPA
+	default:
+		return nil, invalid(ReasonInvalidHPA, "behaviors.hpa %q: must be one of %s, %s, %s",
+			spec.Behaviors.HPA, ballastv1.HPAPreserve, ballastv1.HPAScaleTarget, ballastv1.HPAIgnore)
 	}
 
 	// InvalidRuntime: runtime.type and podLevel from their lists, margin in [0, 100].

@@ -244,6 +244,9 @@ seccompProfile:
 - --understudy-max-hold={{ .Values.understudy.maxHold }}
 {{- end }}
 {{- end }}
+{{- if .Values.hpa.scaleTarget }}
+- --hpa-scale-target
+{{- end }}
 {{- if .Values.webhook.clientCA.configMap }}
 - --webhook-client-ca=/etc/ballast/webhook-client-ca/{{ .Values.webhook.clientCA.key }}
 {{- end }}

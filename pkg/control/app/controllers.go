@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,6 +23,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/control/fallback"
+	"github.com/ballastk8s/ballast/pkg/control/hpa"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/podcache"
 	"github.com/ballastk8s/ballast/pkg/control/policies"
@@ -90,6 +92,8 @@ type Controllers struct {
 	Resize     *resize.Controller
 	Understudy *understudy.Parts
 	Fallback   *fallback.Controller
+	// HPA patches HorizontalPodAutoscalers under behaviors.hpa: scale-target.
+	HPA *hpa.Scaler
 }
 
 // Register lists every controller explicitly; there is no init-time registration.
@@ -145,8 +149,18 @@ func Register(ctx context.Context, mgr ctrl.Manager, o *Options, d Deps) (*Contr
 		// and reports the outcome back; neither package imports the other.
 		ro.Relocator = cs.Understudy.Relocator
 	}
+	// behaviors.hpa: one lookup over the manager's cache for admission and resize, one scaler.
+	scaler := hpa.NewScaler(c, mgr.GetAPIReader(), d.Events, d.log(ComponentWebhook).WithName("hpa"))
+	if err := mgr.Add(scaler); err != nil {
+		return nil, err
+	}
+	if _, err := mgr.GetCache().GetInformer(ctx, &autoscalingv2.HorizontalPodAutoscaler{}); err != nil {
+		return nil, fmt.Errorf("starting horizontalpodautoscaler informer: %w", err)
+	}
+	cs.HPA = scaler
 	cs.Resize = resize.New(d.Clock, c, mgr.GetAPIReader(), d.State, d.Resolver, resize.NewMetrics(d.Registry, d.shared.Clamped),
 		d.Events, d.log(ComponentAdjuster), ro)
+	cs.Resize.SetHPA(hpa.Lookup{Reader: mgr.GetCache(), ScaleTarget: o.HPAScaleTarget}, scaler)
 	if cs.Understudy != nil {
 		cs.Understudy.Relocator.SetRecorder(cs.Resize)
 	}

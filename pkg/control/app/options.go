@@ -62,6 +62,9 @@ type Options struct {
 	UnderstudyMaxHold time.Duration
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on owners.
 	PredictedRequests bool
+	// HPAScaleTarget lets behaviors.hpa: scale-target patch HorizontalPodAutoscalers (chart
+	// value hpa.scaleTarget, which also grants the patch); off, scale-target preserves.
+	HPAScaleTarget bool
 	// PressureRaiseThreshold (percent of the time stalled on memory, 0 = off) and
 	// PressureRaiseSustain: a resize-mode container above the one for the other is raised
 	// in place at once (ARCHITECTURE.md "Fast raises").
@@ -175,6 +178,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevelWatcher, "log-level-watcher", o.LogLevelWatcher, "log level of enrollment (default --log-level)")
 	fs.StringVar(&o.LogLevelCollector, "log-level-collector", o.LogLevelCollector, "log level of profile statistics (default --log-level)")
 	fs.StringVar(&o.LogLevelAdjuster, "log-level-adjuster", o.LogLevelAdjuster, "log level of resize (default --log-level)")
+	fs.BoolVar(&o.HPAScaleTarget, "hpa-scale-target", o.HPAScaleTarget, "let policies with behaviors.hpa: scale-target patch the averageUtilization of HorizontalPodAutoscalers; needs patch on them")
 	fs.BoolVar(&o.PredictedRequests, "predicted-requests-annotation", o.PredictedRequests, "publish autoscaling.k8s.io/predicted-pod-requests (Karpenter's in-place RFC) on the Deployments and StatefulSets of sized pods; needs get and patch on them")
 	fs.Float64Var(&o.PressureRaiseThreshold, "pressure-raise-threshold", o.PressureRaiseThreshold, "percent of the time a resize-mode container may be stalled on memory (PSI, or eBPF reclaim stall on cgroup v1) before it is raised in place at once; 0 turns the pressure fast raise off")
 	fs.DurationVar(&o.PressureRaiseSustain, "pressure-raise-sustain", o.PressureRaiseSustain, "how long the memory pressure must stay at or above --pressure-raise-threshold without a break")

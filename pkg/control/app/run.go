@@ -157,7 +157,7 @@ func NewApp(ctx context.Context, o *Options, cfg *rest.Config, deps Deps) (*App,
 	if err != nil {
 		return nil, err
 	}
-	if err := setupWebhook(ctx, mgr, cfg, o, deps); err != nil {
+	if err := setupWebhook(ctx, mgr, cfg, o, deps, cs.HPA); err != nil {
 		return nil, err
 	}
 	return &App{Manager: mgr, Controllers: cs}, nil

@@ -19,6 +19,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/certs"
+	"github.com/ballastk8s/ballast/pkg/control/hpa"
 	"github.com/ballastk8s/ballast/pkg/control/webhook"
 )
 
@@ -61,7 +62,7 @@ func (o *Options) dnsNames() []string {
 
 // setupWebhook prepares certificates (builtin mode: before the server starts, so its first
 // handshake already works) and registers the admission handler.
-func setupWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o *Options, d Deps) error {
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o *Options, d Deps, scaler *hpa.Scaler) error {
 	if o.WebhookCertMode == "builtin" {
 		live, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 		if err != nil {
@@ -78,6 +79,7 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o *Op
 	}
 	h := webhook.New(mgr.GetCache(), mgr.GetScheme(), d.State, d.Resolver, webhook.NewMetrics(d.Registry, d.shared),
 		o.DryRun == "apply" || o.DryRun == "all", d.log(ComponentWebhook))
+	h.SetHPA(hpa.Lookup{Reader: mgr.GetCache(), ScaleTarget: o.HPAScaleTarget}, scaler, d.Events)
 	mgr.GetWebhookServer().Register(ballastv1.WebhookPath, &admission.Webhook{Handler: h})
 	// Start the owner-walk metadata informers with the manager, not on the first admission,
 	// and the Namespace one that bounds the webhook's namespace label (metrics.KnownNamespace).

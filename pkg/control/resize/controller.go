@@ -39,6 +39,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
 	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/hpa"
 	"github.com/ballastk8s/ballast/pkg/control/reconciler"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/policy"
@@ -118,11 +119,14 @@ type Controller struct {
 	api      client.Reader // uncached reads: every pod of a node, nodes after a guard write
 	state    *config.State
 	resolver *resolve.Resolver
-	metrics  *Metrics
-	events   *events.Recorder
-	clock    clock.PassiveClock
-	opts     Options
-	log      logr.Logger
+	// hpa and scaler are the behaviors.hpa guard (SetHPA); a nil hpa.Reader skips it.
+	hpa     hpa.Lookup
+	scaler  *hpa.Scaler
+	metrics *Metrics
+	events  *events.Recorder
+	clock   clock.PassiveClock
+	opts    Options
+	log     logr.Logger
 
 	mu sync.Mutex
 	// since is the generation each pod's last Ballast patch produced (Observe's floor),
@@ -300,7 +304,7 @@ func (p *ProfilePass) Reconcile(ctx context.Context, wp *ballastv1.WorkloadProfi
 	pc := &profileCtx{profile: wp, policy: pol, recs: recs, params: sizing.ParamsFor(pol),
 		interval: pol.Resize.Interval, now: c.clock.Now()}
 	if c.predicted != nil {
-		if err := c.predicted.Reconcile(ctx, PredictedInput{Profile: wp, Recommendations: recs, Params: pc.params}); err != nil {
+		if err := c.predicted.Reconcile(ctx, PredictedInput{Profile: wp, Recommendations: recs, Params: pc.params, HPA: pol.HPA}); err != nil {
 			log.Error(err, "publishing predicted requests")
 		}
 	}

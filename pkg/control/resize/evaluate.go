@@ -8,6 +8,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/bounds"
+	"github.com/ballastk8s/ballast/pkg/control/hpa"
 	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
@@ -23,6 +24,9 @@ type proposal struct {
 	podLevel *sizing.PodPlan
 	// why is logged with the patch: "interval", "donor", "oom", "cap".
 	why string
+	// rescaled are the HPA metrics whose averageUtilization follows the resize
+	// (behaviors.hpa: scale-target), patched once the resize is accepted.
+	rescaled []sizing.HPATarget
 }
 
 func (p proposal) key() string { return p.pod.Namespace + "/" + p.pod.Name }
@@ -44,9 +48,13 @@ func (c *Controller) evaluate(ctx context.Context, pc *profileCtx, pod *corev1.P
 		log.Error(err, "reading bounds; not resizing")
 		return proposal{}, false
 	}
+	recs, guard, ok := c.guardHPA(ctx, pc, pod)
+	if !ok {
+		return proposal{}, false
+	}
 	params := objs.Params(pc.params)
 	params.PodLevelInPlace = c.podLevelInPlace(ctx, pod, params)
-	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: pc.recs, Params: params,
+	d := sizing.EvaluateResize(sizing.ResizeInput{Pod: pod, Recommendations: recs, Params: params,
 		Interval: pc.interval, Now: pc.now, DryRun: c.opts.DryRun})
 	if len(d.Plan.Bounded) > 0 {
 		log.Info("resize targets bounded", "bounded", sizing.Summary(d.Plan.Bounded))
@@ -61,7 +69,7 @@ func (c *Controller) evaluate(ctx context.Context, pc *profileCtx, pod *corev1.P
 	}
 	switch d.Reason {
 	case "", sizing.ReasonDryRun:
-		return proposal{pc: pc, pod: pod, changes: d.Changes, clamps: d.Clamps, podLevel: d.Pod, why: "interval"}, true
+		return proposal{pc: pc, pod: pod, changes: d.Changes, clamps: d.Clamps, podLevel: d.Pod, why: "interval", rescaled: guard.Rescaled}, true
 	case sizing.ReasonQoSPinned:
 		log.Info("resize would change the QoS class, skipped", "reason", d.Reason, "qos_current", d.QoSBefore, "qos_after", d.QoSAfter)
 	default:
@@ -69,6 +77,48 @@ func (c *Controller) evaluate(ctx context.Context, pc *profileCtx, pod *corev1.P
 	}
 	c.metrics.Skipped.WithLabelValues(d.Reason, pc.policyLabel(), pod.Namespace, pc.profile.Name).Inc()
 	return proposal{}, false
+}
+
+// guardHPA applies the policy's behaviors.hpa to the profile's recommendations for pod
+// (sizing.GuardHPA). When it preserves a request, the pod is annotated preserved-by-hpa and
+// gets an HPAConflict event, once per change of what is preserved; the annotation goes when
+// nothing is preserved any more. ok is false when the HPAs cannot be read: nothing resizes.
+func (c *Controller) guardHPA(ctx context.Context, pc *profileCtx, pod *corev1.Pod) (sizing.Recommendations, sizing.HPAGuard, bool) {
+	if c.hpa.Reader == nil || pc.policy == nil {
+		return pc.recs, sizing.HPAGuard{}, true
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("namespace", pod.Namespace, "pod", pod.Name)
+	w := c.resolver.Workload(ctx, pod)
+	recs, g, err := c.hpa.Guard(ctx, pc.policy.HPA, pod.Namespace, sizing.OwnersOf(pod, w.Kind, w.Name), pc.recs)
+	if err != nil {
+		log.Error(err, "reading horizontalpodautoscalers; not resizing")
+		return nil, g, false
+	}
+	v := g.PreservedAnnotationValue()
+	if pod.Annotations[ballastv1.PreservedByHPAAnnotation] == v {
+		return recs, g, true
+	}
+	a := Annotations{ballastv1.PreservedByHPAAnnotation: nil}
+	if v != "" {
+		a[ballastv1.PreservedByHPAAnnotation] = str(v)
+		c.events.Publish(hpaConflictEvent(pod, hpa.ConflictMessage(g)))
+		log.Info("requests left as written for an HPA", "preserved", v)
+	}
+	if !c.opts.DryRun {
+		if err := c.annotate(ctx, pod, a); err != nil {
+			log.Error(err, "annotating preserved-by-hpa")
+		}
+	}
+	return recs, g, true
+}
+
+// SetHPA turns on the behaviors.hpa guard of the resize path (the app sets the same lookup
+// as the webhook's, and the scaler that patches HPAs under scale-target).
+func (c *Controller) SetHPA(l hpa.Lookup, s *hpa.Scaler) {
+	c.hpa, c.scaler = l, s
+	if c.predicted != nil {
+		c.predicted.hpa = l
+	}
 }
 
 // profileOf loads the evaluation context of the profile a pod is bound to (for donors and

@@ -9,6 +9,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/events"
 	"github.com/ballastk8s/ballast/pkg/resizeplan"
+	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
 // Event reasons on the pod (SPEC §11.3), plus the Deferred ladder's own.
@@ -97,4 +98,9 @@ func revertedEvents(pod *corev1.Pod, wp *ballastv1.WorkloadProfile, msg string) 
 			Message: fmt.Sprintf("pod %s/%s: %s", pod.Namespace, pod.Name, msg)})
 	}
 	return out
+}
+
+// hpaConflictEvent: behaviors.hpa left requests an HPA scales on as written.
+func hpaConflictEvent(pod *corev1.Pod, msg string) events.Event {
+	return events.Event{Object: pod, Type: corev1.EventTypeNormal, Reason: sizing.ReasonHPAConflict, Message: msg}
 }

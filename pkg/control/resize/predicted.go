@@ -15,6 +15,7 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
 	"github.com/ballastk8s/ballast/pkg/control/enrollment"
+	"github.com/ballastk8s/ballast/pkg/control/hpa"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -53,6 +54,9 @@ type PredictedAnnotator struct {
 	state    *config.State
 	resolver *resolve.Resolver
 	dryRun   bool
+	// hpa is the behaviors.hpa guard (Controller.SetHPA): a workload's prediction keeps the
+	// requests admission would preserve for its HPA.
+	hpa hpa.Lookup
 }
 
 // NewPredictedAnnotator returns the annotator; with dryRun it logs what it would publish
@@ -66,6 +70,8 @@ type PredictedInput struct {
 	Profile         *ballastv1.WorkloadProfile
 	Recommendations sizing.Recommendations
 	Params          sizing.Params
+	// HPA is the policy's behaviors.hpa.
+	HPA string
 }
 
 // Reconcile writes the annotation on the top-level Deployment or StatefulSet of the
@@ -106,7 +112,14 @@ func (a *PredictedAnnotator) Reconcile(ctx context.Context, in PredictedInput) e
 			}
 			continue
 		}
-		value, err := Predicted(PredictFromTemplate(w.Namespace, *tmpl, in.Recommendations, in.Params))
+		recs := in.Recommendations
+		if a.hpa.Reader != nil {
+			var err error
+			if recs, _, err = a.hpa.Guard(ctx, in.HPA, w.Namespace, sizing.OwnersOf(pod, w.Kind, w.Name), recs); err != nil {
+				return err
+			}
+		}
+		value, err := Predicted(PredictFromTemplate(w.Namespace, *tmpl, recs, in.Params))
 		if err != nil {
 			return err
 		}

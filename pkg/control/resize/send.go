@@ -14,6 +14,7 @@ import (
 
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/hpa"
 	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
@@ -63,6 +64,12 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 		return false, nil
 	}
 	shrunk := c.shrinkOf(pod, changes) // before the patch, which updates pod in place
+	var rescales []hpa.Rescale         // likewise
+	for _, t := range p.rescaled {
+		if before, after, ok := sizing.RequestSum(pod, changes, t); ok && before != after {
+			rescales = append(rescales, hpa.Rescale{Namespace: pod.Namespace, Target: t, Before: before, After: after})
+		}
+	}
 	err = c.client.SubResource("resize").Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, body))
 	obs, rerr := ObserveError(err)
 	if rerr != nil {
@@ -83,6 +90,9 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 			c.metrics.Clamped.WithLabelValues(cl.Container, string(res), pol, pod.Namespace, "resize", profile).Inc()
 		}
 		log.Info("resized the pod in place", "patch", string(body), "generation", pod.Generation)
+		for _, r := range rescales { // behaviors.hpa: scale-target
+			c.scaler.Enqueue(r)
+		}
 		return false, c.annotate(ctx, pod, Applied(now))
 	}
 	if obs == nil { // the pod is gone

@@ -25,6 +25,8 @@ import (
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/pkg/control/bounds"
 	"github.com/ballastk8s/ballast/pkg/control/config"
+	"github.com/ballastk8s/ballast/pkg/control/events"
+	"github.com/ballastk8s/ballast/pkg/control/hpa"
 	"github.com/ballastk8s/ballast/pkg/control/metrics"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/sizing"
@@ -50,6 +52,10 @@ type Handler struct {
 	decoder  admission.Decoder
 	dryRun   bool // --dry-run apply or all
 	log      logr.Logger
+	// hpa finds the HPAs of a pod's owner (behaviors.hpa); a nil Reader skips the guard.
+	hpa    hpa.Lookup
+	scaler *hpa.Scaler
+	events *events.Recorder
 	// render is sizing.JSONPatch (a seam for the fail-open test of a rendering failure).
 	render func(*corev1.Pod, sizing.Result, map[string]string) ([]sizing.Operation, error)
 }
@@ -63,6 +69,12 @@ func New(reader client.Reader, scheme *runtime.Scheme, state *config.State, r *r
 	}
 	return &Handler{reader: reader, state: state, resolver: r, metrics: m, bounds: b,
 		decoder: admission.NewDecoder(scheme), dryRun: dryRun, log: log, render: sizing.JSONPatch}
+}
+
+// SetHPA turns on the behaviors.hpa guard: l reads the HPAs (from the cache), s patches
+// them under scale-target off the admission path, ev reports HPAConflict on the profile.
+func (h *Handler) SetHPA(l hpa.Lookup, s *hpa.Scaler, ev *events.Recorder) {
+	h.hpa, h.scaler, h.events = l, s, ev
 }
 
 // Bounds is the handler's bounds source (the app lets it watch the Node informer).
@@ -165,12 +177,35 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	}
 	params := objs.Params(sizing.ParamsFor(b.Policy))
 	var result sizing.Result
+	var guard sizing.HPAGuard
+	// 8. Compute the changes.
+	var recs sizing.Recommendations
 	if sized {
-		// 8. Compute the changes.
-		recs, problems := sizing.ParseRecommendations(wp.Status.Containers)
+		var problems []sizing.Problem
+		recs, problems = sizing.ParseRecommendations(wp.Status.Containers)
 		for _, p := range problems {
 			log.V(1).Info("ignoring unparsable recommendation", "problem", fmt.Sprint(p))
 		}
+	}
+	// behaviors.hpa: leave the requests an HPA scales on by utilization as written
+	// (preserve), or size them and rescale the HPA (scale-target). Looked up for a boost
+	// too: no boost moves a request an HPA reads.
+	if h.hpa.Reader != nil && (sized || boost) {
+		owners := sizing.OwnersOf(pod, b.Workload.Kind, b.Workload.Name)
+		if recs, guard, err = h.hpa.Guard(ctx, b.Policy.HPA, ns, owners, recs); err != nil {
+			log.Error(err, "reading horizontalpodautoscalers from cache; admitting with bookkeeping only")
+			return stampOnly(ResultNotAvailable)
+		}
+		if v := guard.PreservedAnnotationValue(); v != "" {
+			bookkeeping[ballastv1.PreservedByHPAAnnotation] = v
+			log.Info("requests left as written for an HPA", "preserved", v)
+			if wp.Name != "" { // no profile yet (a boost only): nothing to hang the event on
+				h.events.Publish(events.Event{Object: wp, Type: corev1.EventTypeNormal, Reason: sizing.ReasonHPAConflict,
+					Message: hpa.ConflictMessage(guard)})
+			}
+		}
+	}
+	if sized {
 		result = sizing.Admission(pod, recs, params)
 		for _, n := range result.Bounded {
 			h.metrics.Bounded.WithLabelValues(n.Reason, string(n.Resource), policyName, nsLabel, b.ProfileName).Inc()
@@ -189,7 +224,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 				"recommended", c.Recommended.String(c.Resource), "limit", c.Limit.String(c.Resource), "written", c.Written.String(c.Resource))
 		}
 	}
-	if boost {
+	if boost && guard.ScalesOn(corev1.ResourceCPU) {
+		// An HPA reads cpu utilization: a boost would move its scale point for the
+		// pod's start (and a scale-target rescale would follow the boosted request).
+		h.metrics.StartupBoost.WithLabelValues(sizing.BoostHeld).Inc()
+		log.Info("startup boost not applied", "outcome", sizing.BoostHeld, "message", "an HPA scales the owner on cpu utilization")
+	} else if boost {
 		result = h.startupBoost(pod, result, b.Policy.StartupBoost, params, objs, log)
 	}
 	if len(result.Changes) == 0 {
@@ -218,6 +258,15 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) (resp admis
 	}
 	// 10. Mutate.
 	out := h.patch(pod, result, bookkeeping, ResultMutated, nsLabel, log)
+	if len(out.Patches) > 0 && (req.DryRun == nil || !*req.DryRun) {
+		// behaviors.hpa: scale-target: queue the HPA patch for the requests just written;
+		// the scaler sends it off the admission path (never for a dry-run request).
+		for _, t := range guard.Rescaled {
+			if before, after, ok := sizing.RequestSum(pod, result.Changes, t); ok && before != after {
+				h.scaler.Enqueue(hpa.Rescale{Namespace: ns, Target: t, Before: before, After: after})
+			}
+		}
+	}
 	if len(out.Patches) > 0 {
 		log.Info("sized pod at admission", "profile", b.ProfileName, "applied", applied(result.Annotations))
 		h.metrics.ApplyApplied.WithLabelValues(policyName, nsLabel, b.ProfileName).Inc()

@@ -3,8 +3,10 @@ package ballast
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -155,7 +157,8 @@ func headroomText(d policy.Decimal) string {
 
 // explainAdmission replays admission on pod with the calculator the webhook uses
 // (sizing.Calculate at once, rendered by sizing.AdmissionResult).
-func explainAdmission(pod *corev1.Pod, fromTemplate bool, mode string, wp *ballastv1.WorkloadProfile, p *policy.Compiled) admissionExplain {
+func explainAdmission(pod *corev1.Pod, fromTemplate bool, mode string, wp *ballastv1.WorkloadProfile, p *policy.Compiled,
+	hpaTargets []sizing.HPATarget) admissionExplain {
 	ae := admissionExplain{FromTemplate: fromTemplate}
 	switch {
 	case !ballastv1.ValidMode(mode):
@@ -175,8 +178,11 @@ func explainAdmission(pod *corev1.Pod, fromTemplate bool, mode string, wp *balla
 		return ae
 	}
 	recs, _ := sizing.ParseRecommendations(wp.Status.Containers)
+	// behaviors.hpa, as the webhook applies it (sizing.GuardHPA).
+	recs, guard := sizing.GuardHPA(p.HPA, hpaTargets, recs)
 	plan := sizing.Calculate(pod, recs, sizing.ParamsFor(p), sizing.AtOnce)
 	res := sizing.AdmissionResult(plan)
+	ae.HPA = hpaLines(pod, res.Changes, p.HPA, hpaTargets, guard)
 	ae.QoSBefore, ae.QoSAfter, ae.StepDown = string(plan.QoSBefore), string(plan.QoSAfter), plan.StepDown
 	ae.Runtime, ae.PodLevel = runtimeOf(p, plan), podLevelOf(pod, p, plan)
 	ae.Pinned = res.Pinned
@@ -266,4 +272,37 @@ func labelSelectorText(ls *metav1.LabelSelector) string {
 		return str
 	}
 	return "(everything)"
+}
+
+// hpaLines says, per HPA utilization metric on the pod's owner, what behaviors.hpa does.
+func hpaLines(pod *corev1.Pod, changes []sizing.ContainerChanges, mode string, targets []sizing.HPATarget, g sizing.HPAGuard) []hpaGuardLine {
+	var out []hpaGuardLine
+	for _, t := range targets {
+		l := hpaGuardLine{HPA: t.HPA, Metric: t.Metric(), Resource: string(t.Resource), Container: t.Container, Action: mode}
+		switch {
+		case mode == ballastv1.HPAPreserve && !slices.Contains(g.Preserved, t):
+			continue // nothing recommended for that resource: nothing to guard
+		case mode == ballastv1.HPAScaleTarget:
+			before, after, ok := sizing.RequestSum(pod, changes, t)
+			if ok {
+				l.Utilization, l.Exact = sizing.ScaleTargetUtilization(sizing.HPABase{Utilization: t.Utilization, Request: before}, after)
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// hpaTargets lists the HPA utilization metrics on the subject's owner chain: the pod's
+// controller and its top-level workload.
+func hpaTargets(ctx context.Context, c client.Client, s *subject, pod *corev1.Pod) ([]sizing.HPATarget, error) {
+	var list autoscalingv2.HorizontalPodAutoscalerList
+	if err := c.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing horizontalpodautoscalers: %w", err)
+	}
+	owners := sizing.OwnersOf(pod, s.Facts.Kind, s.Workload)
+	if s.Pod != nil && s.Pod != pod {
+		owners = append(owners, sizing.OwnersOf(s.Pod, "", "")...)
+	}
+	return sizing.HPATargets(list.Items, owners), nil
 }

@@ -116,11 +116,29 @@ type admissionExplain struct {
 	Fields       []fieldChange     `json:"fields,omitempty"`
 	Pinned       []string          `json:"pinned,omitempty"`
 	Annotations  map[string]string `json:"annotations,omitempty"`
+	// HPA is the behaviors.hpa guard: the HPA utilization metrics that shaped the plan.
+	HPA []hpaGuardLine `json:"hpa,omitempty"`
+	// HPAError says the HPAs could not be read (the guard is then not shown).
+	HPAError string `json:"hpaError,omitempty"`
 	// Runtime is the policy's runtime memory profile and what it decided per container.
 	Runtime *runtimeExplain `json:"runtime,omitempty"`
 	// PodLevel is what admission does with pod-level spec.resources (nil when the pod
 	// has none).
 	PodLevel *podLevelExplain `json:"podLevel,omitempty"`
+}
+
+// hpaGuardLine is one HPA utilization metric on the pod's owner and what behaviors.hpa does.
+type hpaGuardLine struct {
+	HPA      string `json:"hpa"`
+	Metric   string `json:"metric"`
+	Resource string `json:"resource"`
+	// Container is empty for a metric over every container.
+	Container string `json:"container,omitempty"`
+	// Action is preserve (request left as written), scale-target (the HPA's target follows the
+	// new request; Utilization is what it would become) or ignore.
+	Action      string `json:"action"`
+	Utilization int32  `json:"newUtilization,omitempty"`
+	Exact       bool   `json:"exact,omitempty"`
 }
 
 // runtimeExplain is the policy's spec.runtime and its per-container floors.
@@ -242,7 +260,11 @@ func explain(ctx context.Context, c client.Client, s *subject) (*explanation, er
 	if fromTemplate {
 		admMode = pod.Labels[ballastv1.ModeLabel]
 	}
-	ex.Admission = explainAdmission(pod, fromTemplate, admMode, wp, b.Policy)
+	targets, herr := hpaTargets(ctx, c, s, pod)
+	ex.Admission = explainAdmission(pod, fromTemplate, admMode, wp, b.Policy, targets)
+	if herr != nil {
+		ex.Admission.HPAError = herr.Error()
+	}
 	ex.StartupBoost = explainBoost(ctx, c, pod, s.Pod, admMode, wp, b.Policy, time.Now())
 	if s.Pod != nil {
 		ex.Resize = explainResize(ctx, c, s.Pod, ex.Resize)

@@ -37,7 +37,7 @@ func TestExplainRuntimeAndPodLevel(t *testing.T) {
 	wp := &ballastv1.WorkloadProfile{Status: ballastv1.WorkloadProfileStatus{State: ballastv1.StateSufficient,
 		Containers: []ballastv1.ContainerProfile{{Name: "app", Recommendations: map[string]ballastv1.Recommendation{
 			"memory": {Request: "300Mi", Limit: "400Mi"}}}}}}
-	ae := explainAdmission(pod, true, ballastv1.ModeApply, wp, p)
+	ae := explainAdmission(pod, true, ballastv1.ModeApply, wp, p, nil)
 	var buf bytes.Buffer
 	pr := &printer{w: &buf}
 	writeAdmission(pr, ae)

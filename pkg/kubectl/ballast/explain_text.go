@@ -140,6 +140,31 @@ func writeAdmission(p *printer, a admissionExplain) {
 			p.f("    guard: %s", g)
 		}
 	}
+	for _, h := range a.HPA {
+		what := h.Resource
+		if h.Container != "" {
+			what = h.Container + " " + h.Resource
+		}
+		switch h.Action {
+		case ballastv1.HPAPreserve:
+			p.f("  %s request left as written: HorizontalPodAutoscaler %s scales on %s (guard HPAConflict, behaviors.hpa: preserve)", what, h.HPA, h.Metric)
+		case ballastv1.HPAScaleTarget:
+			exact := ""
+			if !h.Exact {
+				exact = ", rounded up"
+			}
+			if h.Utilization == 0 {
+				p.f("  %s: HorizontalPodAutoscaler %s scales on %s; its target stays (no request to rescale) (behaviors.hpa: scale-target)", what, h.HPA, h.Metric)
+			} else {
+				p.f("  %s request sized; HorizontalPodAutoscaler %s target %s becomes %d%% so request × utilization stays (guard HPAConflict, behaviors.hpa: scale-target%s; needs the chart value hpa.scaleTarget, else preserved)", what, h.HPA, h.Metric, h.Utilization, exact)
+			}
+		default:
+			p.f("  %s request sized as if no HPA existed: HorizontalPodAutoscaler %s scales on %s (behaviors.hpa: ignore)", what, h.HPA, h.Metric)
+		}
+	}
+	if a.HPAError != "" {
+		p.f("  HorizontalPodAutoscalers not read (%s): the behaviors.hpa guard is not shown.", a.HPAError)
+	}
 	writeRuntime(p, a.Runtime)
 	writePodLevel(p, a.PodLevel)
 	if a.QoSBefore != "" {

@@ -214,6 +214,7 @@ var auditRenders = map[string][]string{
 	"agent debug endpoint":         {"--set", "agent.debug.enabled=true"},
 	"single replica, no election":  {"--set", "leaderElect=false", "--set", "replicaCount=1"},
 	"without the CRD upgrade hook": {"--set", "crds.upgradeHook.enabled=false"},
+	"hpa scale-target":             {"--set", "hpa.scaleTarget=true"},
 }
 
 // TestRBACWritesBounded renders the chart with each value combination and fails when any

@@ -401,6 +401,8 @@ func checkControlRBAC(t *testing.T, m *manifests, extra []rbacv1.PolicyRule) {
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch"}},
+		// behaviors.hpa: the HPAs of a sized pod's owner, read from the cache.
+		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{g}, Resources: []string{"ballastconfigs", "metricssources", "clusterresourcepolicies", "resourcepolicies"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{g}, Resources: []string{"workloadprofiles"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},

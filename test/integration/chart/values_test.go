@@ -51,6 +51,7 @@ func TestValuesDefaults(t *testing.T) {
 		"logging.stdout.enabled":                    true,
 		"logging.stdout.additionalKeys":             map[string]any{},
 		"dryRun":                                    "none",
+		"hpa.scaleTarget":                           false,
 		"ballastConfig.identityLabels":              []any{"app.kubernetes.io/name", "app.kubernetes.io/component"},
 		"ballastConfig.orphanTTL":                   "168h",
 		"ballastConfig.retentionWindow":             "168h",

@@ -37,7 +37,7 @@ func applyControlLimits(t *testing.T, cx context.Context) (client.Client, *manif
 	t.Helper()
 	admin := srv.Kube.Client
 	m := newHelm(t).mustTemplate(t, "--set", "fullnameOverride="+limitsRelease, "--set", "understudy.enabled=true",
-		"--set", "certManager.enabled=false")
+		"--set", "certManager.enabled=false", "--set", "hpa.scaleTarget=true")
 	if err := admin.Create(cx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -111,6 +111,7 @@ func TestControlWritePolicies(t *testing.T) {
 	t.Run("nodes", func(t *testing.T) { checkNodePolicy(t, cx, sa) })
 	t.Run("resizes", func(t *testing.T) { checkResizePolicy(t, cx, sa) })
 	t.Run("webhooks", func(t *testing.T) { checkWebhookPolicy(t, cx, sa) })
+	t.Run("hpas", func(t *testing.T) { checkHPAPolicy(t, cx, sa) })
 }
 
 func checkDeploymentPolicy(t *testing.T, cx context.Context, sa client.Client) {

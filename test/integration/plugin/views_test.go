@@ -81,6 +81,7 @@ func TestExplain(t *testing.T) {
 	if ex.Policy.Winner != "ResourcePolicy shop/shop-fast" || !ex.Admission.StepDown {
 		t.Errorf("explain -o json: winner %q stepDown %v", ex.Policy.Winner, ex.Admission.StepDown)
 	}
+	t.Run("an HPA on cpu utilization shows the behaviors.hpa guard", func(t *testing.T) { explainHPA(t, kc) })
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -55,6 +55,9 @@ func DefaultPolicySpec(spec ResourcePolicySpec) ResourcePolicySpec {
 	if b.Thresholds.Default == "" {
 		b.Thresholds.Default = DefaultThreshold
 	}
+	if b.HPA == "" {
+		b.HPA = DefaultHPA
+	}
 	if b.Resize.MaxChangePerCycle == "" {
 		b.Resize.MaxChangePerCycle = DefaultMaxChangePerCycle
 	}

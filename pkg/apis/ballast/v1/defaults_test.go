@@ -15,6 +15,7 @@ func TestDefaultPolicySpec(t *testing.T) {
 			Behaviors: Behaviors{
 				Thresholds: Thresholds{Default: "10%"},
 				Resize:     ResizeBehavior{MaxChangePerCycle: "50%", Interval: "15m"},
+				HPA:        HPAPreserve,
 			},
 		}
 		if mod != nil {

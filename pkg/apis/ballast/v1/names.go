@@ -21,6 +21,14 @@ const (
 	// BoundedAnnotation records, on a pod sized at admission, the values its bounds capped,
 	// clamped or held back (LimitRange, pod-level resources, quota, allowed range) and why.
 	BoundedAnnotation = Prefix + "bounded"
+	// PreservedByHPAAnnotation lists, on a pod, the resources whose requests Ballast left
+	// as written because a HorizontalPodAutoscaler scales the pod's owner on their
+	// utilization (behaviors.hpa: preserve): "cpu (hpa web, cpu utilization 60%)".
+	PreservedByHPAAnnotation = Prefix + "preserved-by-hpa"
+	// HPABaseAnnotationPrefix, followed by a metric's index in spec.metrics, holds on an HPA
+	// the author's averageUtilization and the request it applied to before Ballast first
+	// rescaled it (behaviors.hpa: scale-target): "60% of 500m".
+	HPABaseAnnotationPrefix = Prefix + "hpa-base-"
 	// RuntimeFloorAnnotation records, on a pod sized at admission, the runtime memory
 	// floors that raised a recommendation ("app memory request 300Mi→590Mi (jvm …)").
 	RuntimeFloorAnnotation = Prefix + "runtime-floor"

@@ -169,6 +169,17 @@ type Behaviors struct {
 	// it in place once the pod has been Ready for readyFor. Absent means no boost.
 	// +optional
 	StartupBoost *StartupBoost `json:"startupBoost,omitempty"`
+	// HPA says what Ballast does when a HorizontalPodAutoscaler (autoscaling/v2) scales the
+	// pod's owner (its Deployment, StatefulSet or ReplicaSet, by scaleTargetRef) on a
+	// resource's utilization, which is usage divided by the request: moving that request
+	// moves the HPA's scale point. `preserve` (the default) leaves such requests (and their
+	// limits) as they are, sizes the other resources, and reports it (event HPAConflict,
+	// annotation preserved-by-hpa); `scale-target` sizes them and patches the HPA's
+	// averageUtilization so request × utilization stays what it was (needs the chart value
+	// hpa.scaleTarget, which grants the patch); `ignore` sizes them as if no HPA existed.
+	// +optional
+	// +kubebuilder:validation:Enum=preserve;scale-target;ignore
+	HPA string `json:"hpa,omitempty"`
 }
 
 // StartupBoost is extra cpu for a pod's start (JIT warm-up, caches, migrations), taken
@@ -194,6 +205,15 @@ type StartupBoost struct {
 	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="readyFor must be a Go duration such as 60s"
 	ReadyFor string `json:"readyFor,omitempty"`
 }
+
+// Values of behaviors.hpa.
+const (
+	HPAPreserve    = "preserve"
+	HPAScaleTarget = "scale-target"
+	HPAIgnore      = "ignore"
+	// DefaultHPA is the resolve-time default of behaviors.hpa.
+	DefaultHPA = HPAPreserve
+)
 
 // Thresholds are percentage strings ("15%" or "15").
 type Thresholds struct {
