@@ -11,6 +11,12 @@ const (
 	DefaultThreshold               = "10%"
 	DefaultMaxChangePerCycle       = "50%"
 	DefaultResizeInterval          = "15m"
+	// DefaultResizeCooldown is behaviors.resize.cooldown when blank (applied when the policy
+	// is compiled).
+	DefaultResizeCooldown = "1h"
+	// DefaultMaxConcurrentPerWorkload is behaviors.resize.maxConcurrentResizes.perWorkload
+	// when blank.
+	DefaultMaxConcurrentPerWorkload = "10%"
 
 	// Schema defaults of BallastConfig spec.policyFloors: the smallest values a ResourcePolicy
 	// may set. A blank or unparseable floor counts as its default.
