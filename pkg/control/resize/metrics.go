@@ -30,6 +30,9 @@ type Metrics struct {
 	Reverts *prometheus.CounterVec
 	// Planned counts the planner's decisions per interval: ballast_resize_planned_total{decision}.
 	Planned *prometheus.CounterVec
+	// Held counts resizes the disruption budget held back:
+	// ballast_resize_held_total{reason,policy,namespace,profile}.
+	Held *prometheus.CounterVec
 
 	// Clamped is ballast_recommendation_clamped_total{container,resource,policy,namespace,phase,profile}.
 	Clamped *prometheus.CounterVec
@@ -55,10 +58,11 @@ func NewMetrics(reg prometheus.Registerer, clamped *prometheus.CounterVec) *Metr
 		Raises:     c("ballast_resize_raises_total", "Fast in-place raises by trigger and result.", "trigger", "result"),
 		Reverts:    c("ballast_resize_reverts_total", "Pods raised back to their pre-shrink size after an OOM kill or NotReady.", "trigger", "result", "namespace", "profile"),
 		Planned:    c("ballast_resize_planned_total", "Node planner decisions.", "decision"),
+		Held:       c("ballast_resize_held_total", "Resizes held back by the disruption budget and rate limits, by reason.", "reason", "policy", "namespace", "profile"),
 		Clamped:    clamped,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Reverts, m.Planned)
+		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Reverts, m.Planned, m.Held)
 	}
 	return m
 }
