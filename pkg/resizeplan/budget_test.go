@@ -151,12 +151,12 @@ func TestDisruptive(t *testing.T) {
 		hook    RestartHook
 		want    bool
 	}{
-		"no resizePolicy: in place":                 {pod: mk(), changes: memLimTo("1536Mi")},
-		"memory RestartContainer, memory changes":   {pod: mk(restartMem), changes: memLimTo("1536Mi"), want: true},
-		"memory RestartContainer, only cpu changes": {pod: mk(restartMem, noRestartCPU), changes: cpuTo("300m")},
+		"no resizePolicy: in place":                  {pod: mk(), changes: memLimTo("1536Mi")},
+		"memory RestartContainer, memory changes":    {pod: mk(restartMem), changes: memLimTo("1536Mi"), want: true},
+		"memory RestartContainer, only cpu changes":  {pod: mk(restartMem, noRestartCPU), changes: cpuTo("300m")},
 		"a change to the same value changes nothing": {pod: mk(restartMem), changes: memLimTo("2Gi")},
-		"the hook: a memory cut restarts":           {pod: mk(), changes: memLimTo("1Gi"), hook: jvm, want: true},
-		"the hook: a memory raise does not":         {pod: mk(), changes: memLimTo("3Gi"), hook: jvm},
+		"the hook: a memory cut restarts":            {pod: mk(), changes: memLimTo("1Gi"), hook: jvm, want: true},
+		"the hook: a memory raise does not":          {pod: mk(), changes: memLimTo("3Gi"), hook: jvm},
 	}
 	for name, tc := range cases {
 		if got := Disruptive(tc.pod, tc.changes, tc.hook); got != tc.want {
