@@ -40,9 +40,11 @@ const MaxHistory = 256
 
 // BudgetInput is what one resize's budget check reads.
 type BudgetInput struct {
-	// Now is the decision time; PassStart is when this planning pass started: shrinks
-	// recorded at or after it are this pass's own and do not rate-limit it.
-	Now, PassStart time.Time
+	// Now is the decision time.
+	Now time.Time
+	// ShrunkThisPass is true when this planning pass already shrank a pod of the workload:
+	// the shrinks of one pass are one shrink of the workload and do not rate-limit each other.
+	ShrunkThisPass bool
 	// Shrink is true when the resize lowers any cpu or memory value; Disruptive when it
 	// restarts a container (Disruptive).
 	Shrink, Disruptive bool
@@ -85,10 +87,8 @@ func CheckBudget(in BudgetInput) Hold {
 				"shrink held: %s of the workload at %s, cooldown %s until %s", e.Kind, stamp(e.Time.Time), in.Resize.Cooldown, stamp(until))}
 		}
 		// 2. shrink_rate: at most one shrink pass per workload per interval.
-		// History times are whole seconds (as the API server stores them), so this pass's
-		// own shrinks are those at or after its start truncated to the second.
-		if e, ok := lastOf(in.History, in.Workload, ballastv1.ResizeHistoryShrink); ok &&
-			e.Time.Time.Before(in.PassStart.Truncate(time.Second)) && in.Now.Before(e.Time.Add(in.Resize.Interval)) {
+		if e, ok := lastOf(in.History, in.Workload, ballastv1.ResizeHistoryShrink); ok && !in.ShrunkThisPass &&
+			in.Now.Before(e.Time.Add(in.Resize.Interval)) {
 			until := e.Time.Add(in.Resize.Interval)
 			return Hold{Reason: HoldShrinkRate, Until: until, Message: fmt.Sprintf(
 				"shrink held: the workload was shrunk at %s, next shrink after %s (interval %s)", stamp(e.Time.Time), stamp(until), in.Resize.Interval)}

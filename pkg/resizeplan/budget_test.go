@@ -23,7 +23,7 @@ func TestCheckBudget(t *testing.T) {
 	}
 	const w = "ns/Deployment/web"
 	base := func(edit func(*BudgetInput)) BudgetInput {
-		in := BudgetInput{Now: now, PassStart: now, Workload: w, WorkloadPods: 10,
+		in := BudgetInput{Now: now, Workload: w, WorkloadPods: 10,
 			Resize: policy.Resize{Interval: 15 * time.Minute, Cooldown: time.Hour,
 				PerWorkload: policy.IntOrPercent{Value: 10, Percent: true}}}
 		edit(&in)
@@ -70,10 +70,15 @@ func TestCheckBudget(t *testing.T) {
 			want: HoldShrinkRate, wantUntil: now.Add(10 * time.Minute)},
 		"shrinks of this pass do not rate-limit the pass": {
 			in: base(func(in *BudgetInput) {
-				in.Shrink = true
-				in.PassStart = now.Add(-300 * time.Millisecond)
+				in.Shrink, in.ShrunkThisPass = true, true
 				in.History = []ballastv1.ResizeHistoryEntry{at(0, ballastv1.ResizeHistoryShrink, w)}
 			})},
+		"a later pass at the same instant is still rate-limited": {
+			in: base(func(in *BudgetInput) {
+				in.Shrink = true
+				in.History = []ballastv1.ResizeHistoryEntry{at(0, ballastv1.ResizeHistoryShrink, w)}
+			}),
+			want: HoldShrinkRate, wantUntil: now.Add(15 * time.Minute)},
 		"a shrink one interval later goes": {
 			in: base(func(in *BudgetInput) {
 				in.Shrink = true

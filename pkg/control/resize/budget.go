@@ -86,6 +86,7 @@ type passBudget struct {
 	pods     map[string]int // workload → resize-mode pods of the profile
 	inFlight map[string]int // workload → resizes in flight, this pass's included
 	pdbSent  map[types.NamespacedName]int
+	shrunk   map[string]bool // workloads this pass shrank
 }
 
 // inFlight is a resize sent and not yet actuated.
@@ -103,7 +104,7 @@ func (c *Controller) budgetOf(ctx context.Context, pc *profileCtx) (*passBudget,
 	if err := c.client.List(ctx, list, client.MatchingFields{enrollment.ProfileRefIndex: pc.profile.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the pods of profile %s: %w", pc.profile.Name, err)
 	}
-	b := &passBudget{pods: map[string]int{}, inFlight: map[string]int{}, pdbSent: map[types.NamespacedName]int{}}
+	b := &passBudget{pods: map[string]int{}, inFlight: map[string]int{}, pdbSent: map[types.NamespacedName]int{}, shrunk: map[string]bool{}}
 	for i := range list.Items {
 		p := &list.Items[i]
 		if !p.DeletionTimestamp.IsZero() || p.Labels[ballastv1.ModeLabel] != ballastv1.ModeResize {
@@ -163,7 +164,7 @@ func (c *Controller) hold(ctx context.Context, p proposal, nb *nodeBudget) (held
 		return false, nil, err
 	}
 	w := resizeplan.WorkloadOf(pod)
-	in := resizeplan.BudgetInput{Now: c.clock.Now(), PassStart: pc.now, Workload: w, WorkloadPods: b.pods[w],
+	in := resizeplan.BudgetInput{Now: c.clock.Now(), ShrunkThisPass: b.shrunk[w], Workload: w, WorkloadPods: b.pods[w],
 		Shrink: len(resizeplan.ShrunkContainers(pod, p.changes)) > 0, Disruptive: resizeplan.Disruptive(pod, p.changes, c.opts.RestartsFor),
 		History: c.history.of(pc.profile), Resize: pc.policy.Resize, InFlightWorkload: b.inFlight[w], InFlightNode: nb.inFlight}
 	var pdbs []policyv1.PodDisruptionBudget
@@ -186,6 +187,9 @@ func (c *Controller) hold(ctx context.Context, p proposal, nb *nodeBudget) (held
 		return true, nil, nil
 	}
 	return false, func() {
+		if in.Shrink {
+			b.shrunk[w] = true
+		}
 		if !in.Disruptive {
 			return
 		}

@@ -37,7 +37,7 @@ func explainBudget(pod *corev1.Pod, wp *ballastv1.WorkloadProfile, p *policy.Com
 		return nil
 	}
 	w := resizeplan.WorkloadOf(pod)
-	h := resizeplan.CheckBudget(resizeplan.BudgetInput{Now: now, PassStart: now, Shrink: true, Workload: w,
+	h := resizeplan.CheckBudget(resizeplan.BudgetInput{Now: now, Shrink: true, Workload: w,
 		History: wp.Status.ResizeHistory, Resize: p.Resize})
 	b := &budgetExplain{Workload: w, ShrinkHold: h.Reason, ShrinkMessage: h.Message, NextShrink: "now",
 		Cooldown: p.Resize.Cooldown.String(), Interval: p.Resize.Interval.String(),
