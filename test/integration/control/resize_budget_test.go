@@ -124,8 +124,9 @@ func TestResizeBudgetPDB(t *testing.T) {
 
 // TestResizeBudgetConcurrency: three pods of one StatefulSet whose resizes restart them,
 // under the default maxConcurrentResizes.perWorkload (10% of 3 pods, at least 1): one is
-// sent, the others are held (concurrency) until it is actuated; the next shrink of the
-// workload then waits for the interval (shrink_rate), and goes once it has passed.
+// sent, the others are held (concurrency); the next pass holds them by the shrink rate
+// (one shrink pass per workload per interval); once the first is actuated and the interval
+// has passed, one more is sent and the third is held by the cap again.
 func TestResizeBudgetConcurrency(t *testing.T) {
 	e := startResizeEnv(t)
 	// One step to the target, so a resized pod has nothing left to shrink.
@@ -160,18 +161,15 @@ func TestResizeBudgetConcurrency(t *testing.T) {
 	if len(first) != 1 {
 		t.Fatalf("resized %v, want exactly one under perWorkload 10%% of 3", first)
 	}
-	// Another pass while the first is in flight: still one.
-	e.waitHeld(t, "concurrency", name, 4)
-	if got := resized(); len(got) != 1 {
-		t.Fatalf("resized %v while one is in flight", got)
-	}
-	// The kubelet actuates it: the workload was shrunk within the interval, so the next
-	// shrink waits (shrink_rate) until the interval has passed on the controller's clock.
-	e.kubelet(t, first[0], actuate)
-	e.waitHeld(t, "shrink_rate", name, 1)
+	// The next pass, with the first still in flight: the workload was shrunk within the
+	// interval, so the rate holds both (it is checked before the cap).
+	e.waitHeld(t, "shrink_rate", name, 2)
 	if got := resized(); len(got) != 1 {
 		t.Fatalf("resized %v within the interval", got)
 	}
+	// The kubelet actuates it and the interval passes on the controller's clock: the next
+	// pass sends one more, and the cap holds the third behind it.
+	e.kubelet(t, first[0], actuate)
 	e.clock.Step(3 * time.Second)
 	eventually(t, 30*time.Second, "a second pod resized after the interval", func() error {
 		if got := resized(); len(got) != 2 {
@@ -179,6 +177,10 @@ func TestResizeBudgetConcurrency(t *testing.T) {
 		}
 		return nil
 	})
+	e.waitHeld(t, "concurrency", name, 3)
+	if got := resized(); len(got) != 2 {
+		t.Fatalf("resized %v, want two (one in flight)", got)
+	}
 	t.Logf("figures: perWorkload 10%% of 3: held{concurrency} %v, held{shrink_rate} %v, sent %v",
 		metric(t, e.registry, "ballast_resize_held_total", map[string]string{"reason": "concurrency", "profile": name}),
 		metric(t, e.registry, "ballast_resize_held_total", map[string]string{"reason": "shrink_rate", "profile": name}),
