@@ -289,6 +289,9 @@ func TestResizeBudgetFailover(t *testing.T) {
 	if got := metric(t, e.registry, "ballast_resize_applied_total", map[string]string{"profile": name}); got != 0 {
 		t.Errorf("the new leader sent %v resizes within the cooldown", got)
 	}
+	t.Logf("figures: new leader within the cooldown: held{raise_cooldown} %v, sent %v",
+		metric(t, e.registry, "ballast_resize_held_total", map[string]string{"reason": "raise_cooldown", "profile": name}),
+		metric(t, e.registry, "ballast_resize_applied_total", map[string]string{"profile": name}))
 	// Once the cooldown has passed, the new leader shrinks it.
 	e.clock.Step(time.Hour)
 	e.waitPod(t, key, "shrunk after the cooldown", func(p *corev1.Pod) error {
