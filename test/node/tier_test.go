@@ -30,6 +30,7 @@ func TestRealNode(t *testing.T) {
 		{"measure", testMeasure},
 		{"apply", testApply},
 		{"resize", testResize},
+		{"resize-budget", testResizeBudget},
 		{"resize-donor", testResizeDonor},
 		{"resize-handover", testResizeHandOver},
 		{"resize-infeasible", testResizeInfeasible},
