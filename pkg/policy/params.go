@@ -35,6 +35,13 @@ type Resize struct {
 	Interval time.Duration
 	// MaxChangePerCycle is behaviors.resize.maxChangePerCycle in percent, in (0, 100].
 	MaxChangePerCycle Decimal
+	// Cooldown is behaviors.resize.cooldown (default 1h): no shrink of a workload this long
+	// after an OOM kill, a pressure raise or a raise-back of it.
+	Cooldown time.Duration
+	// PerWorkload is behaviors.resize.maxConcurrentResizes.perWorkload (default 10%).
+	PerWorkload IntOrPercent
+	// PerNode is behaviors.resize.maxConcurrentResizes.perNode; 0 means no cap.
+	PerNode int32
 
 	// The written thresholds, in percent; the zero Decimal where blank.
 	defaultThreshold Decimal                   // behaviors.thresholds.default

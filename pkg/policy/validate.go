@@ -186,6 +186,16 @@ func parse(spec ballastv1.ResourcePolicySpec, l limits) (*parsed, *ValidationErr
 		return nil, err
 	}
 
+	if p.resize.Cooldown, err = parseDuration("behaviors.resize.cooldown", spec.Behaviors.Resize.Cooldown, durationLimit{}); err != nil {
+		return nil, err
+	}
+	if p.resize.Cooldown == 0 {
+		p.resize.Cooldown, _ = ParsePositiveDuration(ballastv1.DefaultResizeCooldown)
+	}
+	if err = parseConcurrency(spec.Behaviors.Resize.MaxConcurrentResizes, &p.resize); err != nil {
+		return nil, err
+	}
+
 	// InvalidPercentage: thresholds > 0 and not below their floor; maxChangePerCycle in
 	// (0, 100].
 	if err = parseThresholds(spec.Behaviors.Thresholds, &p.resize, l.threshold); err != nil {

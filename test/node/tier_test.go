@@ -31,6 +31,7 @@ func TestRealNode(t *testing.T) {
 		{"apply", testApply},
 		{"startup-boost", testStartupBoost},
 		{"resize", testResize},
+		{"resize-budget", testResizeBudget},
 		{"resize-donor", testResizeDonor},
 		{"resize-handover", testResizeHandOver},
 		{"resize-infeasible", testResizeInfeasible},

@@ -43,6 +43,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/control/reconciler"
 	"github.com/ballastk8s/ballast/pkg/control/resolve"
 	"github.com/ballastk8s/ballast/pkg/policy"
+	"github.com/ballastk8s/ballast/pkg/resizeplan"
 	"github.com/ballastk8s/ballast/pkg/sizing"
 )
 
@@ -77,6 +78,9 @@ type Options struct {
 	// PredictedRequests publishes autoscaling.k8s.io/predicted-pod-requests on the
 	// Deployments and StatefulSets of admission-sized pods (off by default).
 	PredictedRequests bool
+	// RestartsFor says which changes restart a container beyond its resizePolicy (a
+	// runtime that cannot shrink memory in place); nil: the resizePolicy alone decides.
+	RestartsFor resizeplan.RestartHook
 }
 
 func (o *Options) defaults() {
@@ -143,6 +147,8 @@ type Controller struct {
 	planning map[string]int
 	// shrunk remembers each pod's size before Ballast's last shrink (raise-back, revert.go).
 	shrunk *shrinkBook
+	// history caches each profile's resize history (budget.go; status.resizeHistory).
+	history *historyBook
 
 	// pressure is the pressure fast raise (nil: off), polled on the same ticks (pressure.go).
 	pressure *pressureWatch
@@ -171,7 +177,7 @@ func New(clk clock.PassiveClock, c client.Client, api client.Reader, state *conf
 	ctl := &Controller{client: c, api: api, state: state, resolver: r, metrics: m, events: ev, clock: clk, opts: o,
 		log: log, since: map[types.NamespacedName]podMark{}, guards: map[string]time.Time{},
 		noGuard: map[string]time.Time{}, handedOver: map[types.NamespacedName]podMark{}, planning: map[string]int{},
-		shrunk: newShrinkBook()}
+		shrunk: newShrinkBook(), history: newHistoryBook()}
 	if o.Pressure != nil {
 		ctl.pressure = newPressureWatch(o.Pressure, o.PressureRaise)
 	}
@@ -256,6 +262,8 @@ type profileCtx struct {
 	params   sizing.Params
 	interval time.Duration
 	now      time.Time
+	// budget is the pass's disruption-budget state, read on first use (budget.go).
+	budget *passBudget
 }
 
 // policyLabel is the policy attribute of metrics and logs: <name> or <namespace>/<name>.

@@ -32,6 +32,9 @@ type Metrics struct {
 	Planned *prometheus.CounterVec
 	// Unboosted counts startup boosts taken back in place: ballast_startup_boost_ended_total.
 	Unboosted prometheus.Counter
+	// Held counts resizes the disruption budget held back:
+	// ballast_resize_held_total{reason,policy,namespace,profile}.
+	Held *prometheus.CounterVec
 
 	// Clamped is ballast_recommendation_clamped_total{container,resource,policy,namespace,phase,profile}.
 	Clamped *prometheus.CounterVec
@@ -59,10 +62,11 @@ func NewMetrics(reg prometheus.Registerer, clamped *prometheus.CounterVec) *Metr
 		Planned:    c("ballast_resize_planned_total", "Node planner decisions.", "decision"),
 		Unboosted: prometheus.NewCounter(prometheus.CounterOpts{Name: "ballast_startup_boost_ended_total",
 			Help: "Startup boosts taken back in place after the pod was Ready for readyFor."}),
+		Held:    c("ballast_resize_held_total", "Resizes held back by the disruption budget and rate limits, by reason.", "reason", "policy", "namespace", "profile"),
 		Clamped: clamped,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Reverts, m.Planned, m.Unboosted)
+		reg.MustRegister(m.Applied, m.Failed, m.Skipped, m.Outcome, m.Ladder, m.GuardNodes, m.Raises, m.Reverts, m.Planned, m.Unboosted, m.Held)
 	}
 	return m
 }

@@ -160,12 +160,23 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 		}
 	}
 	requeue := false
+	nb := newNodeBudget(v)
 	for _, s := range plan.Steps {
 		p := byKey[s.Key]
 		var again bool
-		switch {
-		case s.Decision == resizeplan.DecisionNotNeeded:
+		if s.Decision == resizeplan.DecisionNotNeeded {
 			continue
+		}
+		// The disruption budget and rate limits (budget.go): a hold waits for the next pass.
+		held, commit, err := c.hold(ctx, p, nb)
+		if err != nil {
+			return requeue, err
+		}
+		if held {
+			continue
+		}
+		gen := p.pod.Generation
+		switch {
 		case s.Decision == resizeplan.DecisionSend && (s.Shrink || guarded || !plan.AtMaxPods):
 			again, err = c.send(ctx, p, p.changes, p.clamps)
 		case !guarded:
@@ -182,6 +193,9 @@ func (c *Controller) planNode(ctx context.Context, pc *profileCtx, name string, 
 		requeue = requeue || again
 		if err != nil {
 			return requeue, err
+		}
+		if p.pod.Generation != gen { // sent: it counts against the budget
+			commit()
 		}
 	}
 	if !plan.Guard {

@@ -49,6 +49,20 @@ type shrinkMark struct {
 	// ready is whether the pod was Ready at the shrink or since: only a pod that was Ready
 	// can turn NotReady.
 	ready bool
+	// restartExpected is true for a shrink that restarts a container (resizeplan.Disruptive):
+	// the NotReady of that restart is the resize working, so Ready counts only once a
+	// container has restarted since the shrink.
+	restartExpected bool
+}
+
+// restartedSince reports whether a container of pod restarted after the shrink m.
+func restartedSince(pod *corev1.Pod, m shrinkMark) bool {
+	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if n, ok := m.restarts[st.Name]; ok && st.RestartCount > n {
+			return true
+		}
+	}
+	return false
 }
 
 // shrinkBook holds the marks by pod name (in memory: after a leader change, shrinks made
@@ -124,7 +138,9 @@ func (c *Controller) shrinkOf(pod *corev1.Pod, changes []sizing.ContainerChanges
 	if len(before) == 0 {
 		return nil
 	}
-	m := &shrinkMark{uid: pod.UID, at: c.clock.Now(), before: before, restarts: map[string]int32{}, ready: podReady(pod)}
+	disruptive := resizeplan.Disruptive(pod, changes, c.opts.RestartsFor)
+	m := &shrinkMark{uid: pod.UID, at: c.clock.Now(), before: before, restarts: map[string]int32{},
+		ready: podReady(pod) && !disruptive, restartExpected: disruptive}
 	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
 		m.restarts[st.Name] = st.RestartCount
 	}
@@ -162,7 +178,7 @@ func (c *Controller) checkRevert(ctx context.Context, pod *corev1.Pod) (reconcil
 		return reconcile.Result{}, false, nil
 	}
 	trigger, detail, ready := RevertTrigger(pod, m)
-	if ready && !m.ready {
+	if ready && !m.ready && (!m.restartExpected || restartedSince(pod, m)) {
 		m.ready = true
 		c.shrunk.put(pod, m)
 	}

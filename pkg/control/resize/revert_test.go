@@ -39,6 +39,18 @@ func TestRevertTrigger(t *testing.T) {
 			t.Errorf("%s: trigger %q (%q) ready %v, want %q ready %v", c.name, got, detail, r, c.want, c.readyOK)
 		}
 	}
+	// A shrink that restarts the container: its own restart's NotReady is not a trigger
+	// (ready is false at the shrink), an OOMKilled restart still is.
+	restarting := shrinkMark{restarts: m.restarts, restartExpected: true}
+	if got, _, _ := RevertTrigger(&corev1.Pod{Status: status(2, "Error", ready(corev1.ConditionFalse))}, restarting); got != "" {
+		t.Errorf("the resize's own restart: trigger %q", got)
+	}
+	if got, _, _ := RevertTrigger(&corev1.Pod{Status: status(2, "OOMKilled", ready(corev1.ConditionFalse))}, restarting); got != RevertOOM {
+		t.Errorf("OOMKilled after a restarting shrink: trigger %q", got)
+	}
+	if restartedSince(&corev1.Pod{Status: status(1, "")}, restarting) || !restartedSince(&corev1.Pod{Status: status(2, "")}, restarting) {
+		t.Errorf("restartedSince: wrong")
+	}
 	// A NotReady pod that is not Running (terminating, failed) is not raised back.
 	pod := &corev1.Pod{Status: status(1, "", ready(corev1.ConditionFalse))}
 	pod.Status.Phase = corev1.PodFailed

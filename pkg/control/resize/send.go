@@ -82,6 +82,7 @@ func (c *Controller) send(ctx context.Context, p proposal, changes []sizing.Cont
 		c.since[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = podMark{uid: pod.UID, gen: pod.Generation}
 		c.mu.Unlock()
 		c.shrunk.keep(pod, shrunk)
+		c.remember(ctx, pod, p.why, changes, shrunk != nil)
 		c.metrics.Applied.WithLabelValues(pol, pod.Namespace, profile).Inc()
 		c.events.Publish(resizedEvent(pod))
 		for _, cl := range clamps {

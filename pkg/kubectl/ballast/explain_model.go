@@ -185,14 +185,16 @@ type fieldChange struct {
 }
 
 type resizeExplain struct {
-	State          string        `json:"state,omitempty"`
-	StateSince     string        `json:"stateSince,omitempty"`
-	LastResize     string        `json:"lastResize,omitempty"`
-	Blocked        string        `json:"blocked,omitempty"`
-	BlockedAt      string        `json:"blockedAt,omitempty"`
-	DeferredPods   int32         `json:"profileDeferredPods,omitempty"`
-	InfeasiblePods int32         `json:"profileInfeasiblePods,omitempty"`
-	Events         []eventRecord `json:"events,omitempty"`
+	State          string `json:"state,omitempty"`
+	StateSince     string `json:"stateSince,omitempty"`
+	LastResize     string `json:"lastResize,omitempty"`
+	Blocked        string `json:"blocked,omitempty"`
+	BlockedAt      string `json:"blockedAt,omitempty"`
+	DeferredPods   int32  `json:"profileDeferredPods,omitempty"`
+	InfeasiblePods int32  `json:"profileInfeasiblePods,omitempty"`
+	// Budget is the disruption budget's guard for the pod's workload (explain_budget.go).
+	Budget *budgetExplain `json:"budget,omitempty"`
+	Events []eventRecord  `json:"events,omitempty"`
 }
 
 type eventRecord struct {
@@ -268,6 +270,7 @@ func explain(ctx context.Context, c client.Client, s *subject) (*explanation, er
 	ex.StartupBoost = explainBoost(ctx, c, pod, s.Pod, admMode, wp, b.Policy, time.Now())
 	if s.Pod != nil {
 		ex.Resize = explainResize(ctx, c, s.Pod, ex.Resize)
+		ex.Resize.Budget = explainBudget(s.Pod, wp, statsPolicy, time.Now())
 	}
 	return ex, nil
 }

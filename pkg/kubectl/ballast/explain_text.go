@@ -190,6 +190,7 @@ func writeResize(p *printer, ex *explanation) {
 			p.f("")
 			p.f("Resize")
 			p.f("  never resized in place yet")
+			writeBudget(p, r.Budget)
 		}
 		return
 	}
@@ -207,6 +208,7 @@ func writeResize(p *printer, ex *explanation) {
 	if r.DeferredPods > 0 || r.InfeasiblePods > 0 {
 		p.f("  in the profile: %d pod(s) Deferred, %d Infeasible", r.DeferredPods, r.InfeasiblePods)
 	}
+	writeBudget(p, r.Budget)
 	for _, e := range r.Events {
 		p.f("  event %s (%s, x%d): %s", e.Reason, e.Type, e.Count, e.Message)
 	}

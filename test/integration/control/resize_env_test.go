@@ -33,6 +33,9 @@ var resizeGate = harness.KubeOptions{APIServerFlags: map[string]string{
 func resizePolicy(interval string) ballastv1.ResourcePolicySpec {
 	p := fastPolicy()
 	p.Behaviors.Resize.Interval = interval
+	// A short cooldown after raises, so the suites can shrink again after a raise-back;
+	// resize_budget_test.go sets the default hour where it checks the cooldown.
+	p.Behaviors.Resize.Cooldown = "2s"
 	return p
 }
 

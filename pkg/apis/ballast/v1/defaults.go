@@ -5,13 +5,19 @@ import "time"
 // Resolve-time defaults of SPEC §2.3. They are applied to in-memory copies whenever a
 // policy is resolved or loaded and are never written back to the API server.
 const (
-	DefaultMinDataPoints        int64 = 500
-	DefaultMinTimeSpan                = "24h"
-	DefaultMaxCV                      = "1.5"
-	DefaultThreshold                  = "10%"
-	DefaultMaxChangePerCycle          = "50%"
-	DefaultResizeInterval             = "15m"
-	DefaultStartupBoostReadyFor       = "60s"
+	DefaultMinDataPoints     int64 = 500
+	DefaultMinTimeSpan             = "24h"
+	DefaultMaxCV                   = "1.5"
+	DefaultThreshold               = "10%"
+	DefaultMaxChangePerCycle       = "50%"
+	DefaultResizeInterval          = "15m"
+	// DefaultResizeCooldown is behaviors.resize.cooldown when blank (applied when the policy
+	// is compiled).
+	DefaultResizeCooldown = "1h"
+	// DefaultMaxConcurrentPerWorkload is behaviors.resize.maxConcurrentResizes.perWorkload
+	// when blank.
+	DefaultMaxConcurrentPerWorkload = "10%"
+	DefaultStartupBoostReadyFor     = "60s"
 
 	// Schema defaults of BallastConfig spec.policyFloors: the smallest values a ResourcePolicy
 	// may set. A blank or unparseable floor counts as its default.

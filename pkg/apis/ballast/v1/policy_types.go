@@ -267,6 +267,32 @@ type ResizeBehavior struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="interval must be a Go duration such as 15m"
 	Interval string `json:"interval,omitempty"`
+	// Cooldown is how long after an OOM kill, a memory-pressure raise or a raise-back of a
+	// workload no pod of that workload is shrunk, a Go duration such as "1h" (default 1h).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="cooldown must be a Go duration such as 1h"
+	Cooldown string `json:"cooldown,omitempty"`
+	// MaxConcurrentResizes caps the disruptive resizes (those that restart a container: a
+	// RestartContainer resizePolicy on a changed resource, or a runtime that must restart to
+	// shrink memory) in flight at once, per workload and per node. Disruptive resizes also
+	// respect the pod's PodDisruptionBudgets.
+	// +optional
+	MaxConcurrentResizes *MaxConcurrentResizes `json:"maxConcurrentResizes,omitempty"`
+}
+
+// MaxConcurrentResizes caps disruptive in-place resizes in flight.
+type MaxConcurrentResizes struct {
+	// PerWorkload is the most disruptive resizes in flight per workload (top-level owner):
+	// a whole number ("2") or a percentage of the workload's resize-mode pods ("10%",
+	// rounded down, at least 1). Default "10%".
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PerWorkload string `json:"perWorkload,omitempty"`
+	// PerNode is the most disruptive resizes in flight per node; unset means no cap.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	PerNode *int32 `json:"perNode,omitempty"`
 }
 
 // ResourcePolicyStatus is written by Ballast.

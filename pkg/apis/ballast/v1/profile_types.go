@@ -241,6 +241,43 @@ type ResizeSummary struct {
 	OldestDeferredSince *metav1.Time `json:"oldestDeferredSince,omitempty"`
 }
 
+// Resize history kinds (WorkloadProfileStatus.ResizeHistory).
+const (
+	ResizeHistoryShrink    = "shrink"
+	ResizeHistoryRaise     = "raise"
+	ResizeHistoryRaiseBack = "raise-back"
+	ResizeHistoryOOM       = "oom"
+	ResizeHistoryPressure  = "pressure"
+)
+
+// ResizeHistoryEntry is one resize, or one event that starts the shrink cooldown, of a
+// workload bound to the profile.
+type ResizeHistoryEntry struct {
+	// Time is when it happened.
+	// +required
+	Time metav1.Time `json:"time"`
+	// Kind is shrink, raise, raise-back, oom or pressure.
+	// +required
+	// +kubebuilder:validation:Enum=shrink;raise;raise-back;oom;pressure
+	Kind string `json:"kind"`
+	// Workload is the pod's top-level workload, <namespace>/<Kind>/<name>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Workload string `json:"workload,omitempty"`
+	// Pod is the pod's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Pod string `json:"pod,omitempty"`
+	// Container is the container, when one was named.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Container string `json:"container,omitempty"`
+	// Resource is the resource, when one was named.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Resource string `json:"resource,omitempty"`
+}
+
 // WorkloadProfileStatus is the whole state of a profile; it has no spec.
 type WorkloadProfileStatus struct {
 	// TupleLabels maps each identity key to the pods' value (or the placeholder for missing values).
@@ -289,6 +326,14 @@ type WorkloadProfileStatus struct {
 	// Resize counts bound pods in each pending in-place resize state.
 	// +optional
 	Resize ResizeSummary `json:"resize,omitzero"`
+	// ResizeHistory are the resize controller's recent shrinks, raises and the OOM kills,
+	// pressure raises and raise-backs that start a cooldown, oldest first (at most 256,
+	// the oldest dropped). A new leader reads it so that it does not shrink again what the
+	// previous one just raised back.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	ResizeHistory []ResizeHistoryEntry `json:"resizeHistory,omitempty"`
 	// Fallback says which share of the samples came through metrics.k8s.io (pods on nodes
 	// without a live node agent) and at what resolution; absent when every sample is
 	// node-local and every pod is covered by an agent.
