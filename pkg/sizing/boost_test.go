@@ -117,6 +117,15 @@ func TestStartupBoost(t *testing.T) {
 			boost: "2x", nodeCPU: "8",
 			want: map[string]string{"app": "300m/-"}, outcome: BoostHeld, msg: "pod-level",
 		},
+		"a container restarted by a cpu resize is not boosted": {
+			pod: func() *corev1.Pod {
+				p := pod(container("app").req("cpu", "400m"), container("side").req("cpu", "100m")).obj()
+				p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}
+				return p
+			}(),
+			boost: "2x", nodeCPU: "8",
+			want: map[string]string{"app": "400m/-", "side": "200m/-"}, outcome: BoostApplied,
+		},
 		"policy maxAllowed caps it": {
 			pod:   pod(container("app").req("cpu", "400m")).obj(),
 			boost: "4x", nodeCPU: "8",
