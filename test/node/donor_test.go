@@ -50,8 +50,8 @@ func (s *seen) at(what string) (time.Time, bool) {
 // plan can pull its shrink forward) has a pending shrink; the grower (profile loadapp/worker)
 // needs cpu. Ballast holds its guard key on the Node, sends the donor's shrink and the
 // growth after it; the real kubelet defers the growth until the donor's shrink is actuated
-// (made certain by stopping the donor's containerd shim meanwhile), Ballast records the
-// Deferred state, and the kubelet then completes the growth itself: nothing is preempted.
+// (the donor's containerd shim is stopped meanwhile, so the shrink cannot win the race),
+// Ballast records the Deferred state, and the kubelet then completes the growth itself: nothing is preempted.
 func testResizeDonor(t *testing.T, ctx context.Context) {
 	createNamespace(t, ctx, "donor")
 	createNamespace(t, ctx, "grow")
@@ -130,15 +130,14 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 	watchPod(t, wctx, &wg, s, "grower", grower)
 	watchGuard(t, wctx, &wg, s)
 
-	// Deferred made certain: the donor's containerd shim is stopped (SIGSTOP) while both pods
-	// are relabelled. The kubelet accepts the donor's shrink but cannot actuate it (its
-	// UpdateContainerResources waits on the shim), so the growth Ballast sends right after
-	// finds the donor still at 400m in the kubelet's accounting (room counts only once a
-	// shrink is actuated) and is deferred. Without the stop the kubelet often actuates the
-	// shrink (≈ 25 ms) before the growth arrives and nothing is deferred. Everything else
-	// (containerd, the other pods, the donor's own processes) keeps running, so the
-	// kubelet publishes PodResizePending/Deferred and Ballast records it; the shim is
-	// continued once Ballast's resize-state says Deferred.
+	// Deferred is required. Left alone it is a race: the growth is sent right after the
+	// donor's shrink, and a kubelet that has actuated the shrink (≈ 25 ms) before the
+	// growth arrives admits it at once. So the donor's containerd shim is stopped
+	// (SIGSTOP) while both pods are relabelled: the kubelet accepts the donor's shrink but
+	// its UpdateContainerResources waits on the shim, and it counts room only once a
+	// shrink is actuated, so the growth is deferred. containerd, the other pods and the
+	// donor's own processes keep running: the kubelet publishes PodResizePending/Deferred
+	// and Ballast records it; the shim is continued once both are seen.
 	shim := podShim(t, donor)
 	if err := shim.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -174,6 +173,7 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 	if _, ok := s.at("grower actuated"); ok {
 		t.Errorf("the growth was actuated while the donor's shrink could not be")
 	}
+	held, _ := containerCgroup(t, donor)
 	cont()
 	harness.Eventually(t, 45*time.Second, "grower Completed", func() error {
 		if _, ok := s.at("grower state Completed"); !ok {
@@ -214,6 +214,9 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 				cur.DeletionTimestamp, cur.Status.ContainerStatuses[0].RestartCount)
 		}
 	}
+	after, _ := containerCgroup(t, donor)
+	t.Logf("donor cpu.shares: %d while its shim was stopped, %d after (400m is %d, %s is %d)", held, after,
+		milliToShares(400), dcpu.String(), milliToShares(dcpu.MilliValue()))
 	deferredAfter := kubeletCounter(t, ctx, "kubelet_pod_deferred_accepted_resizes_total")
 	t.Logf("kubelet_pod_deferred_accepted_resizes_total %v → %v", deferredBefore, deferredAfter)
 	// Events are recorded asynchronously (client-go's broadcaster): poll for the ladder's.
