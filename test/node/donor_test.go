@@ -173,7 +173,11 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 	if _, ok := s.at("grower actuated"); ok {
 		t.Errorf("the growth was actuated while the donor's shrink could not be")
 	}
+	// The stop held the donor's shrink: its cgroup still has the 400m shares.
 	held, _ := containerCgroup(t, donor)
+	if held != milliToShares(400) {
+		t.Errorf("donor cpu.shares %d while its shim was stopped, want %d (400m): the shrink was actuated during the stop", held, milliToShares(400))
+	}
 	cont()
 	harness.Eventually(t, 45*time.Second, "grower Completed", func() error {
 		if _, ok := s.at("grower state Completed"); !ok {
