@@ -3,9 +3,13 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,7 +50,8 @@ func (s *seen) at(what string) (time.Time, bool) {
 // plan can pull its shrink forward) has a pending shrink; the grower (profile loadapp/worker)
 // needs cpu. Ballast holds its guard key on the Node, sends the donor's shrink and the
 // growth after it; the real kubelet defers the growth until the donor's shrink is actuated
-// and then completes it itself: nothing is preempted.
+// (the donor's containerd shim is stopped meanwhile, so the shrink cannot win the race),
+// Ballast records the Deferred state, and the kubelet then completes the growth itself: nothing is preempted.
 func testResizeDonor(t *testing.T, ctx context.Context) {
 	createNamespace(t, ctx, "donor")
 	createNamespace(t, ctx, "grow")
@@ -85,27 +90,26 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 	grower := runningPod(t, ctx, loadPod("grow", "grower", "worker", "measure",
 		[]string{"-cpu-millis", fmt.Sprint(loadMilliCPU), "-memory-mib", fmt.Sprint(loadMiB)},
 		res("50m", "160Mi"), res("", "200Mi")))
-	// The donor's profile must turn Sufficient before the node is filled. In one of seven
-	// runs it stayed Accruing for two minutes for a reason not yet found; that precondition
-	// failing is logged with the profile's status and the step skipped (cleaning up), so an
-	// unexplained intermittent in the set-up does not fail the tier. What the step proves
-	// (guard, donor first, nothing preempted) is still asserted whenever it runs.
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		wp, err := profileOf(ctx, "donor")
-		if err == nil && wp.Status.State == ballastv1.StateSufficient {
-			break
+	// The donor's profile must be Sufficient before the node is filled (its policy needs 5
+	// samples over 20 s; the agent samples every second): a profile still Accruing after
+	// 3 min fails the step with its status.
+	var dwp *ballastv1.WorkloadProfile
+	harness.Eventually(t, 3*time.Minute, "profile loadapp/donor Sufficient", func() error {
+		var err error
+		if dwp, err = profileOf(ctx, "donor"); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = fmt.Errorf("state %q, conditions %+v, containers %+v", wp.Status.State, wp.Status.Conditions, wp.Status.Containers)
-			}
-			for _, p := range []*corev1.Pod{donor, grower} {
-				_ = n.Client.Delete(ctx, p)
-			}
-			t.Skipf("precondition not met, step skipped: profile loadapp/donor not Sufficient within 3m: %v", err)
+		if dwp.Status.State != ballastv1.StateSufficient {
+			return fmt.Errorf("state %q, conditions %+v, containers %+v", dwp.Status.State, dwp.Status.Conditions, dwp.Status.Containers)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	r := recommendation(dwp, "cpu").Request
+	if r == "" {
+		t.Fatalf("donor has no cpu recommendation: %+v", dwp.Status.Containers)
+	}
+	if q := quantity(t, "donor cpu recommendation", r); q.MilliValue() >= 300 {
+		t.Fatalf("donor cpu recommendation %q: want well under its 400m request, so it has a shrink to give", r)
 	}
 
 	// Fill the node: all but 40m of cpu is requested, so the grower's step (50m → ≈150m)
@@ -126,12 +130,55 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 	watchPod(t, wctx, &wg, s, "grower", grower)
 	watchGuard(t, wctx, &wg, s)
 
+	// Deferred is required. Left alone it is a race: the growth is sent right after the
+	// donor's shrink, and a kubelet that has actuated the shrink (≈ 25 ms) before the
+	// growth arrives admits it at once. So the donor's containerd shim is stopped
+	// (SIGSTOP) while both pods are relabelled: the kubelet accepts the donor's shrink but
+	// its UpdateContainerResources waits on the shim, and it counts room only once a
+	// shrink is actuated, so the growth is deferred. containerd, the other pods and the
+	// donor's own processes keep running: the kubelet publishes PodResizePending/Deferred
+	// and Ballast records it; the shim is continued once both are seen.
+	shim := podShim(t, donor)
+	if err := shim.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	continued := false
+	cont := func() {
+		if !continued {
+			continued = true
+			if err := shim.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("SIGCONT the donor's shim: %v", err)
+			}
+			t.Logf("the donor's shim stopped for %s", time.Since(stopped).Round(time.Millisecond))
+		}
+	}
+	defer cont()
 	for _, p := range []*corev1.Pod{donor, grower} {
 		if err := n.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"`+modeLabel+`":"resize"}}}`))); err != nil {
 			t.Fatal(err)
 		}
 	}
+	harness.Eventually(t, 45*time.Second, "the growth Deferred by the kubelet and recorded by Ballast", func() error {
+		_, kubelet := s.at("grower kubelet Deferred")
+		_, ballast := s.at("grower state Deferred")
+		if !kubelet || !ballast {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return fmt.Errorf("kubelet condition seen %v, Ballast's resize-state seen %v; %v", kubelet, ballast, s.states)
+		}
+		return nil
+	})
+	if _, ok := s.at("grower actuated"); ok {
+		t.Errorf("the growth was actuated while the donor's shrink could not be")
+	}
+	// The stop held the donor's shrink: its cgroup still has the 400m shares.
+	held, _ := containerCgroup(t, donor)
+	if held != milliToShares(400) {
+		t.Errorf("donor cpu.shares %d while its shim was stopped, want %d (400m): the shrink was actuated during the stop", held, milliToShares(400))
+	}
+	cont()
 	harness.Eventually(t, 45*time.Second, "grower Completed", func() error {
 		if _, ok := s.at("grower state Completed"); !ok {
 			s.mu.Lock()
@@ -171,6 +218,9 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 				cur.DeletionTimestamp, cur.Status.ContainerStatuses[0].RestartCount)
 		}
 	}
+	after, _ := containerCgroup(t, donor)
+	t.Logf("donor cpu.shares: %d while its shim was stopped, %d after (400m is %d, %s is %d)", held, after,
+		milliToShares(400), dcpu.String(), milliToShares(dcpu.MilliValue()))
 	deferredAfter := kubeletCounter(t, ctx, "kubelet_pod_deferred_accepted_resizes_total")
 	t.Logf("kubelet_pod_deferred_accepted_resizes_total %v → %v", deferredBefore, deferredAfter)
 	// Events are recorded asynchronously (client-go's broadcaster): poll for the ladder's.
@@ -186,20 +236,17 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 			break
 		}
 	}
-	// Whether the kubelet defers at all is a race Ballast does not control: the growth is
-	// sent right after the donor's shrink, and when the kubelet has actuated the shrink
-	// before the growth arrives (≈ 25 ms), the growth fits at once. Either way nothing is
-	// preempted and the growth completes.
-	if kd, ok := s.at("grower kubelet Deferred"); !ok && deferredAfter <= deferredBefore {
-		t.Logf("the kubelet actuated the donor's shrink before the growth arrived: no Deferred this run (kubelet counter %v → %v)",
-			deferredBefore, deferredAfter)
-	} else if ok {
-		done, seenDone := s.at("grower actuated")
-		if !seenDone {
-			t.Errorf("the kubelet's completion of the growth was not seen by the watch")
-		}
-		t.Logf("kubelet Deferred (condition seen) → growth actuated (status = spec): %s", done.Sub(kd).Round(time.Millisecond))
+	// The kubelet deferred the growth and accepted it on a retry once the donor's shrink was
+	// actuated.
+	if deferredAfter <= deferredBefore {
+		t.Errorf("kubelet_pod_deferred_accepted_resizes_total %v → %v: the deferred growth was not accepted on a retry", deferredBefore, deferredAfter)
 	}
+	kd, _ := s.at("grower kubelet Deferred")
+	done, seenDone := s.at("grower actuated")
+	if !seenDone {
+		t.Errorf("the kubelet's completion of the growth was not seen by the watch")
+	}
+	t.Logf("kubelet Deferred (condition seen) → growth actuated (status = spec): %s (the shim was stopped for part of it)", done.Sub(kd).Round(time.Millisecond))
 	if d, ok := s.at("donor patch"); ok {
 		done, _ := s.at("grower actuated")
 		t.Logf("donor patch seen → growth actuated: %s", done.Sub(d).Round(time.Millisecond))
@@ -209,23 +256,22 @@ func testResizeDonor(t *testing.T, ctx context.Context) {
 		controlCounter(t, ctx, "ballast_resize_ladder_total", `rung="donors"`),
 		controlCounter(t, ctx, "ballast_resize_ladder_total", `rung="guard"`), deferred,
 		controlCounter(t, ctx, "ballast_resize_outcome_total", `outcome="completed"`, `namespace="grow"`))
-	// Ballast's record of the Deferred state: the window is the donor's actuation (tens of
-	// ms), so its outcome watch may see Completed first; when it saw Deferred, the pod
-	// annotation, event and metric all say so.
-	if d, ok := s.at("grower state Deferred"); ok {
-		done, _ := s.at("grower state Completed")
-		t.Logf("resize-state Deferred → Completed (Ballast's annotations, as watched): %s", done.Sub(d).Round(time.Millisecond))
-		if deferred < 1 {
-			t.Errorf("resize-state Deferred recorded but ballast_resize_outcome_total{outcome=deferred} is %v", deferred)
-		}
-		if !slices.ContainsFunc(podEvents(t, ctx, grower), func(e string) bool {
+	// Ballast's record of the Deferred state: the pod annotation (seen above), its event and
+	// its metric.
+	if deferred < 1 {
+		t.Errorf("resize-state Deferred recorded but ballast_resize_outcome_total{outcome=deferred,namespace=grow} is %v", deferred)
+	}
+	harness.Eventually(t, 15*time.Second, "Ballast's ResizeDeferred event on the grower", func() error {
+		if ev := podEvents(t, ctx, grower); !slices.ContainsFunc(ev, func(e string) bool {
 			return strings.HasPrefix(e, "ResizeDeferred in-place resize deferred by the kubelet")
 		}) {
-			t.Errorf("resize-state Deferred recorded without Ballast's ResizeDeferred event")
+			return fmt.Errorf("grower events %v", ev)
 		}
-	} else {
-		t.Logf("Ballast's outcome watch saw Completed without Deferred this run (the kubelet resolved it first)")
-	}
+		return nil
+	})
+	d, _ := s.at("grower state Deferred")
+	c, _ := s.at("grower state Completed")
+	t.Logf("resize-state Deferred → Completed (Ballast's annotations, as watched): %s", c.Sub(d).Round(time.Millisecond))
 	for _, p := range []*corev1.Pod{filler, donor, grower} {
 		if err := n.Client.Delete(ctx, p); err != nil {
 			t.Fatal(err)
@@ -315,4 +361,39 @@ func watchGuard(t *testing.T, ctx context.Context, wg *sync.WaitGroup, s *seen) 
 			}
 		}
 	}()
+}
+
+// podShim is the containerd shim of p's sandbox: the parent of its app container's first
+// process (runc's shim is the subreaper of the containers it starts).
+func podShim(t *testing.T, p *corev1.Pod) *os.Process {
+	t.Helper()
+	dir, err := podCgroup("cpu", *p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
+	procs, err := os.ReadFile(filepath.Join(dir, id, "cgroup.procs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(procs)), "\n")
+	stat, err := os.ReadFile(filepath.Join("/proc", first, "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so the fields after the last ')'.
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatalf("/proc/%s/stat: %v", first, err)
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", ppid))
+	if err != nil || !strings.HasPrefix(string(comm), "containerd-shim") {
+		t.Fatalf("parent %d of %s's process %s is %q (%v), not a containerd shim", ppid, p.Name, first, comm, err)
+	}
+	proc, err := os.FindProcess(ppid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return proc
 }

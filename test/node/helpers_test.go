@@ -80,7 +80,7 @@ valkey:
 `)
 	fast := filepath.Join(n.Dir, "values-fast.yaml")
 	writeFile(t, fast, `# Test speed: 1 s sampling (Summary every 5 s), profiles Sufficient after 5 samples over 20 s,
-# resize-mode pods stepped every 5 s.
+# resize-mode pods stepped every 5 s; the agent's debug view served for pods/proxy.
 defaultMetricsSources:
   kubernetesMetrics:
     pollInterval: "1s"
@@ -102,6 +102,11 @@ defaultClusterResourcePolicy:
 telemetry:
   prometheus:
     enabled: true
+# kubectl ballast node reaches the agent through the API server's pods/proxy.
+agent:
+  debug:
+    proxy:
+      enabled: true
 `)
 	return []string{"-f", filepath.Join(chartDir(), "values-local-testing.yaml"), "-f", local, "-f", fast}
 }

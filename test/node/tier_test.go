@@ -29,6 +29,7 @@ func TestRealNode(t *testing.T) {
 		{"install", testInstall},
 		{"measure", testMeasure},
 		{"apply", testApply},
+		{"node-view", testNodeView},
 		{"startup-boost", testStartupBoost},
 		{"resize", testResize},
 		{"resize-budget", testResizeBudget},
