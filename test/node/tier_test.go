@@ -33,6 +33,7 @@ func TestRealNode(t *testing.T) {
 		{"startup-boost", testStartupBoost},
 		{"resize", testResize},
 		{"resize-budget", testResizeBudget},
+		{"hpa-guard", testHPAGuard},
 		{"resize-donor", testResizeDonor},
 		{"resize-handover", testResizeHandOver},
 		{"resize-infeasible", testResizeInfeasible},
