@@ -27,10 +27,12 @@ import (
 // a ClusterIP Service; the harness Probe sends 3 requests/s through the service proxy
 // stand-in (one new connection each) for 5 s, then the template gets a restartedAt
 // annotation (what `kubectl rollout restart` writes) and the probe runs on until the old
-// pod is gone plus 3 s. Recorded, not asserted: requests sent and failed with each
+// pod is gone plus 3 s. Then the same again with the probe in burst mode (10 concurrent
+// requests every 1/3 s), so requests are in flight when the old pod drains. Recorded, not
+// asserted, for each: requests sent and failed with each
 // failure's time, the time the stand-in saw no Ready endpoint, the rollout duration and
-// the time until the old pod was gone. Asserted: the probe got answers before and after,
-// the rollout completed, and the Service then answers from the new pod.
+// the time until the old pod was gone. Asserted: the probe got at least 20 answers, the
+// rollout completed, and the Service then answers from the new pod.
 func testTrafficRollout(t *testing.T, ctx context.Context) {
 	const ns, name = "traffic", "web"
 	createNamespace(t, ctx, ns)
@@ -70,6 +72,20 @@ func testTrafficRollout(t *testing.T, ctx context.Context) {
 		return nil
 	})
 
+	for _, probe := range []*harness.Probe{{URL: url, Rate: 3}, {URL: url, Rate: 3, Burst: 10}} {
+		oldPod = rolloutUnderProbe(t, ctx, dep, url, oldPod, probe)
+	}
+}
+
+// rolloutUnderProbe runs probe for 5 s, restarts dep's rollout, keeps probing until the
+// rollout is complete and oldPod is gone plus 3 s, logs the figures, checks the probe got
+// answers and the Service now answers from a new pod, and returns that pod's name.
+func rolloutUnderProbe(t *testing.T, ctx context.Context, dep *appsv1.Deployment, url, oldPod string, probe *harness.Probe) string {
+	ns, name := dep.Namespace, dep.Name
+	mode := fmt.Sprintf("%g req/s", probe.Rate)
+	if probe.Burst > 1 {
+		mode = fmt.Sprintf("burst %d × %g/s", probe.Burst, probe.Rate)
+	}
 	// What the stand-in sees: the endpoint it would forward a new connection to, every 20 ms.
 	watchStop, watchDone := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
@@ -101,7 +117,6 @@ func testTrafficRollout(t *testing.T, ctx context.Context) {
 		}
 	}()
 
-	probe := &harness.Probe{URL: url, Rate: 3}
 	probe.Start()
 	time.Sleep(5 * time.Second)
 	if err := n.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
@@ -155,20 +170,22 @@ func testTrafficRollout(t *testing.T, ctx context.Context) {
 	for _, f := range r.Failures {
 		t.Logf("failure at %s: %s", since(patched, f.At), f.Err)
 	}
-	t.Logf("stand-in endpoint changes (time from the patch): %s", strings.Join(transitions, "; "))
-	t.Logf("traffic-rollout figures: requests %d, failed %d, longest failure streak %d over %s; 0 Ready endpoints for %s; rollout %s; old pod gone after %s",
-		r.Sent, r.Failed, r.LongestStreak, r.StreakSpan.Round(time.Millisecond), unready.Round(10*time.Millisecond),
+	t.Logf("%s: stand-in endpoint changes (time from the patch): %s", mode, strings.Join(transitions, "; "))
+	t.Logf("traffic-rollout figures, %s: requests %d, failed %d, longest failure streak %d over %s; 0 Ready endpoints for %s; rollout %s; old pod gone after %s",
+		mode, r.Sent, r.Failed, r.LongestStreak, r.StreakSpan.Round(time.Millisecond), unready.Round(10*time.Millisecond),
 		rolled.Round(100*time.Millisecond), drained.Round(100*time.Millisecond))
 	if r.Sent-r.Failed < 20 {
-		t.Errorf("the probe got %d answers of %d requests; it saw no real traffic", r.Sent-r.Failed, r.Sent)
+		t.Errorf("%s: the probe got %d answers of %d requests; it saw no real traffic", mode, r.Sent-r.Failed, r.Sent)
 	}
 	body, err := getBody(url)
 	if err != nil {
 		t.Fatalf("the Service after the rollout: %v", err)
 	}
-	if newPod := strings.TrimPrefix(strings.TrimSpace(body), "loadapp "); newPod == oldPod || newPod == "" {
-		t.Errorf("after the rollout the Service answers from %q, the old pod was %q", newPod, oldPod)
+	newPod := strings.TrimPrefix(strings.TrimSpace(body), "loadapp ")
+	if newPod == oldPod || newPod == "" {
+		t.Errorf("%s: after the rollout the Service answers from %q, the old pod was %q", mode, newPod, oldPod)
 	}
+	return newPod
 }
 
 // since formats at relative to from (or as "before" when from is not yet set).
