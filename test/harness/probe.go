@@ -68,6 +68,7 @@ func (p *Probe) Start() {
 		timeout = 2 * time.Second
 	}
 	client := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	// ctx ends the sending only: requests in flight at Stop run to their answer or timeout.
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	p.started = time.Now()
@@ -81,7 +82,7 @@ func (p *Probe) Start() {
 				p.done.Add(1)
 				go func() {
 					defer p.done.Done()
-					p.send(ctx, client)
+					p.send(client)
 				}()
 			}
 			select {
@@ -93,19 +94,16 @@ func (p *Probe) Start() {
 	}()
 }
 
-func (p *Probe) send(ctx context.Context, client *http.Client) {
+func (p *Probe) send(client *http.Client) {
 	at := time.Now()
-	err := get(ctx, client, p.URL)
-	if ctx.Err() != nil {
-		return // cut by Stop: neither sent nor failed
-	}
+	err := get(client, p.URL)
 	p.mu.Lock()
 	p.results = append(p.results, probeResult{at: at, err: err})
 	p.mu.Unlock()
 }
 
-func get(ctx context.Context, client *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+func get(client *http.Client, url string) error {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -123,8 +121,8 @@ func get(ctx context.Context, client *http.Client, url string) error {
 	return nil
 }
 
-// Stop ends the probe, waits for the requests still answering (a request Stop cuts short
-// is not counted), and reports.
+// Stop ends the sending, waits for the requests in flight (each to its answer or its
+// Timeout), and reports every request sent.
 func (p *Probe) Stop() ProbeReport {
 	p.cancel()
 	p.done.Wait()
