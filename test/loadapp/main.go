@@ -4,12 +4,20 @@
 // allocates until the kernel OOM-kills it (the container and its cgroup survive, as when a
 // worker process of a real server dies). Never part of a product binary.
 //
-//	ballast-loadapp -cpu-millis 200 -memory-mib 150 [-oom-child-after 5s]
+// With -http-addr it also serves HTTP, as the real traffic probe's target (issue 29):
+// GET / answers 200 with the pod name (env HOSTNAME), GET /readyz answers 200 until SIGTERM.
+// On SIGTERM it stops accepting, finishes the requests in flight, and exits, as a real
+// server does in a rolling deploy.
+//
+//	ballast-loadapp -cpu-millis 200 -memory-mib 150 [-oom-child-after 5s] [-http-addr :8080]
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,6 +30,7 @@ func main() {
 	mem := flag.Int("memory-mib", 150, "memory to allocate and keep touched, MiB")
 	oomAfter := flag.Duration("oom-child-after", 0, "start one child that allocates until OOM-killed after this long (0: never)")
 	hog := flag.Bool("hog", false, "internal: allocate until killed (the OOM child)")
+	httpAddr := flag.String("http-addr", "", "serve GET / and GET /readyz on this address (empty: no HTTP)")
 	flag.Parse()
 	if *hog {
 		allocateForever()
@@ -34,10 +43,17 @@ func main() {
 	go burn(*cpu)
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	var srv *http.Server
+	if *httpAddr != "" {
+		srv = serve(*httpAddr)
+	}
 	refresh := time.NewTicker(5 * time.Second)
 	for {
 		select {
-		case <-stop:
+		case sig := <-stop:
+			if srv != nil {
+				shutdown(srv, sig)
+			}
 			return
 		case <-refresh.C:
 			touch(held) // keep the pages resident and active
@@ -88,4 +104,39 @@ func allocateForever() {
 	for {
 		chunks = append(chunks, touch(make([]byte, 8<<20)))
 	}
+}
+
+// serve starts the HTTP server; a listen error ends the process (the pod fails visibly).
+func serve(addr string) *http.Server {
+	pod, _ := os.Hostname()
+	if h := os.Getenv("HOSTNAME"); h != "" {
+		pod = h
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "loadapp %s\n", pod)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "loadapp: http: %v\n", err)
+			os.Exit(1)
+		}
+	}()
+	fmt.Printf("loadapp: serving HTTP on %s as %s\n", addr, pod)
+	return srv
+}
+
+// shutdown stops accepting, waits for the requests in flight (at most 20 s), then returns.
+func shutdown(srv *http.Server, sig os.Signal) {
+	fmt.Printf("loadapp: %v at %d ms: draining HTTP\n", sig, time.Now().UnixMilli())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		fmt.Printf("loadapp: shutdown: %v\n", err)
+	}
+	fmt.Printf("loadapp: drained at %d ms\n", time.Now().UnixMilli())
 }

@@ -40,6 +40,7 @@ func TestRealNode(t *testing.T) {
 		{"resize-oom", testResizeOOM},
 		{"resize-ephemeral", testResizeEphemeral},
 		{"oom", testOOM},
+		{"traffic-rollout", testTrafficRollout},
 		{"summary", testSummary},
 		{"footprint", testFootprint},
 		{"upgrade", testUpgrade},
