@@ -103,19 +103,7 @@ func TestBackfillFromScrapes(t *testing.T) {
 	if !strings.Contains(name, "scraped") {
 		t.Fatalf("pod stamped with %q, want a profile of policy scraped", name)
 	}
-	wp := e.profile(t, name, "profile Sufficient from scraped history alone", func(wp *ballastv1.WorkloadProfile) error {
-		c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionBackfilled)
-		if c == nil {
-			return fmt.Errorf("no Backfilled condition yet")
-		}
-		if c.Status != metav1.ConditionTrue || c.Reason != ballastv1.ReasonBackfilled {
-			return fmt.Errorf("Backfilled %s/%s: %s", c.Status, c.Reason, c.Message)
-		}
-		if wp.Status.State != ballastv1.StateSufficient {
-			return fmt.Errorf("state %q", wp.Status.State)
-		}
-		return nil
-	})
+	wp := e.profile(t, name, "profile Sufficient from scraped history alone", backfilledSufficient)
 	cond := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionBackfilled)
 	cpu, mem := stat(wp, "app", "cpu"), stat(wp, "app", "memory")
 	if cpu == nil || mem == nil {

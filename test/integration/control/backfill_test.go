@@ -70,19 +70,7 @@ func TestBackfillFromPrometheus(t *testing.T) {
 	seed := pod("bf-new", e.namespace(t, "backfill"), "measure", "bf", "api")
 	mustCreate(t, e.c, seed)
 	name := seed.Annotations[ballastv1.ProfileRefAnnotation]
-	wp := e.profile(t, name, "profile Sufficient from Prometheus history alone", func(wp *ballastv1.WorkloadProfile) error {
-		c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionBackfilled)
-		if c == nil {
-			return fmt.Errorf("no Backfilled condition yet")
-		}
-		if c.Status != metav1.ConditionTrue || c.Reason != ballastv1.ReasonBackfilled {
-			return fmt.Errorf("Backfilled %s/%s: %s", c.Status, c.Reason, c.Message)
-		}
-		if wp.Status.State != ballastv1.StateSufficient {
-			return fmt.Errorf("state %q", wp.Status.State)
-		}
-		return nil
-	})
+	wp := e.profile(t, name, "profile Sufficient from Prometheus history alone", backfilledSufficient)
 	cond := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionBackfilled)
 	if !strings.HasPrefix(cond.Message, "history: backfilled 0.0") || !strings.Contains(cond.Message, " days from Prometheus (1h") {
 		t.Errorf("Backfilled message %q", cond.Message)
@@ -235,4 +223,20 @@ func mustQuantity(t *testing.T, s string) int64 {
 		t.Fatalf("cpu statistic %q: %v", s, err)
 	}
 	return m
+}
+
+// backfilledSufficient is the wait of the backfill tests: the profile carries a true
+// Backfilled condition and is Sufficient.
+func backfilledSufficient(wp *ballastv1.WorkloadProfile) error {
+	c := meta.FindStatusCondition(wp.Status.Conditions, ballastv1.ConditionBackfilled)
+	if c == nil {
+		return fmt.Errorf("no Backfilled condition yet")
+	}
+	if c.Status != metav1.ConditionTrue || c.Reason != ballastv1.ReasonBackfilled {
+		return fmt.Errorf("Backfilled %s/%s: %s", c.Status, c.Reason, c.Message)
+	}
+	if wp.Status.State != ballastv1.StateSufficient {
+		return fmt.Errorf("state %q", wp.Status.State)
+	}
+	return nil
 }
