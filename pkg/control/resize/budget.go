@@ -122,18 +122,14 @@ func (c *Controller) budgetOf(ctx context.Context, pc *profileCtx) (*passBudget,
 
 // pdbsOf are the PodDisruptionBudgets in the pod's namespace whose selector matches it.
 func (c *Controller) pdbsOf(ctx context.Context, pod *corev1.Pod) ([]policyv1.PodDisruptionBudget, error) {
-	list := &policyv1.PodDisruptionBudgetList{}
-	if err := c.api.List(ctx, list, client.InNamespace(pod.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing PodDisruptionBudgets of %s: %w", pod.Namespace, err)
+	pdbs, err := c.pdbsIn(ctx, pod.Namespace)
+	if err != nil {
+		return nil, err
 	}
 	var out []policyv1.PodDisruptionBudget
-	for _, pdb := range list.Items {
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || sel.Empty() {
-			continue
-		}
-		if sel.Matches(labels.Set(pod.Labels)) {
-			out = append(out, pdb)
+	for _, b := range pdbs {
+		if b.sel.Matches(labels.Set(pod.Labels)) {
+			out = append(out, b.pdb)
 		}
 	}
 	return out, nil

@@ -82,24 +82,45 @@ func (c *Controller) protected(ctx context.Context, pods []*corev1.Pod) (map[str
 		byNS[p.Namespace] = append(byNS[p.Namespace], p)
 	}
 	for ns, nsPods := range byNS {
-		list := &policyv1.PodDisruptionBudgetList{}
-		if err := c.api.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil, fmt.Errorf("listing PodDisruptionBudgets of %s: %w", ns, err)
+		pdbs, err := c.pdbsIn(ctx, ns)
+		if err != nil {
+			return nil, err
 		}
-		for _, pdb := range list.Items {
-			if pdb.Status.DisruptionsAllowed > 0 {
-				continue
-			}
-			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-			if err != nil || sel.Empty() {
+		for _, b := range pdbs {
+			if b.pdb.Status.DisruptionsAllowed > 0 {
 				continue
 			}
 			for _, p := range nsPods {
-				if sel.Matches(labels.Set(p.Labels)) {
+				if b.sel.Matches(labels.Set(p.Labels)) {
 					out[p.Namespace+"/"+p.Name] = true
 				}
 			}
 		}
+	}
+	return out, nil
+}
+
+// selectedPDB is a PodDisruptionBudget with its parsed selector.
+type selectedPDB struct {
+	pdb policyv1.PodDisruptionBudget
+	sel labels.Selector
+}
+
+// pdbsIn lists the namespace's PodDisruptionBudgets from the API server (a PDB's
+// disruptionsAllowed must be current); one with an unparsable or empty selector covers no
+// pod and is left out.
+func (c *Controller) pdbsIn(ctx context.Context, ns string) ([]selectedPDB, error) {
+	list := &policyv1.PodDisruptionBudgetList{}
+	if err := c.api.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing PodDisruptionBudgets of %s: %w", ns, err)
+	}
+	var out []selectedPDB
+	for _, pdb := range list.Items {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || sel.Empty() {
+			continue
+		}
+		out = append(out, selectedPDB{pdb: pdb, sel: sel})
 	}
 	return out, nil
 }
