@@ -158,10 +158,8 @@ func Disruptive(pod *corev1.Pod, changes []sizing.ContainerChanges, restartsFor 
 			if !changed {
 				continue
 			}
-			for _, p := range cur.ResizePolicy {
-				if p.ResourceName == r && p.RestartPolicy == corev1.RestartContainer {
-					return true
-				}
+			if sizing.RestartsOnResize(cur, r) {
+				return true
 			}
 			if restartsFor != nil && restartsFor(ch.Name, r, lowered) {
 				return true

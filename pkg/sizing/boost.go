@@ -173,7 +173,7 @@ func StartupBoost(in BoostInput) BoostDecision {
 	for _, ref := range LongRunning(&base.Spec) {
 		c := ref.Container(&base.Spec)
 		q := nonZero(c.Resources.Requests, corev1.ResourceCPU)
-		if q == nil || restartsOnResize(c, corev1.ResourceCPU) {
+		if q == nil || RestartsOnResize(c, corev1.ResourceCPU) {
 			// A container whose cpu resizePolicy is RestartContainer would be restarted
 			// by the un-boost: a disruption the boost must not buy.
 			continue
@@ -344,8 +344,8 @@ func sameQuantity(q resource.Quantity, s string) bool {
 	return err == nil && q.Cmp(v) == 0
 }
 
-// restartsOnResize reports whether c's resizePolicy restarts it when r changes in place.
-func restartsOnResize(c *corev1.Container, r corev1.ResourceName) bool {
+// RestartsOnResize reports whether c's resizePolicy restarts it when r changes in place.
+func RestartsOnResize(c *corev1.Container, r corev1.ResourceName) bool {
 	for _, p := range c.ResizePolicy {
 		if p.ResourceName == r {
 			return p.RestartPolicy == corev1.RestartContainer
