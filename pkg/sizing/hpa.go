@@ -137,19 +137,14 @@ type HPAGuard struct {
 	Preserved []HPATarget
 	// Rescaled are the metrics whose HPA target follows the new request (scale-target).
 	Rescaled []HPATarget
+	// Targets are every utilization metric of the owner's HPAs the guard applies to (none
+	// under ignore), whether or not a recommendation touched it.
+	Targets []HPATarget
 }
 
-// ScalesOn reports whether an HPA the guard found (preserved or rescaled) reads r's
-// utilization.
+// ScalesOn reports whether an HPA the guard applies to reads r's utilization.
 func (g HPAGuard) ScalesOn(r corev1.ResourceName) bool {
-	for _, ts := range [][]HPATarget{g.Preserved, g.Rescaled} {
-		for _, t := range ts {
-			if t.Resource == r {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(g.Targets, func(t HPATarget) bool { return t.Resource == r })
 }
 
 // GuardHPA applies behaviors.hpa to recs. Under preserve, every (container, resource) an
@@ -163,6 +158,7 @@ func GuardHPA(mode string, targets []HPATarget, recs Recommendations) (Recommend
 	if len(targets) == 0 || mode == ballastv1.HPAIgnore {
 		return recs, g
 	}
+	g.Targets = targets
 	if mode == ballastv1.HPAScaleTarget {
 		g.Rescaled = targets
 		return recs, g

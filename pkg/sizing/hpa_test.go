@@ -333,9 +333,11 @@ func TestHPAGuardScalesOn(t *testing.T) {
 		onCPU bool
 	}{
 		{"no HPA", HPAGuard{}, false},
-		{"preserved cpu", HPAGuard{Preserved: []HPATarget{cpu}}, true},
-		{"rescaled cpu", HPAGuard{Rescaled: []HPATarget{cpu}}, true},
-		{"memory only", HPAGuard{Preserved: []HPATarget{mem}}, false},
+		// No recommendation yet (a boost only): nothing preserved, the HPA still reads cpu.
+		{"cpu, nothing sized", func() HPAGuard { _, g := GuardHPA(ballastv1.HPAPreserve, []HPATarget{cpu}, nil); return g }(), true},
+		{"rescaled cpu", func() HPAGuard { _, g := GuardHPA(ballastv1.HPAScaleTarget, []HPATarget{cpu}, nil); return g }(), true},
+		{"ignored", func() HPAGuard { _, g := GuardHPA(ballastv1.HPAIgnore, []HPATarget{cpu}, nil); return g }(), false},
+		{"memory only", func() HPAGuard { _, g := GuardHPA(ballastv1.HPAPreserve, []HPATarget{mem}, nil); return g }(), false},
 	}
 	for _, tc := range cases {
 		if got := tc.g.ScalesOn(corev1.ResourceCPU); got != tc.onCPU {

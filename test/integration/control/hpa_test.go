@@ -31,7 +31,7 @@ type hpaWorkload struct {
 	rs      *appsv1.ReplicaSet
 }
 
-func (e *env) hpaWorkload(t *testing.T, prefix, mode string, util int32) hpaWorkload {
+func (e *env) hpaWorkload(t *testing.T, prefix, mode string, util int32, opts ...func(*ballastv1.ResourcePolicySpec)) hpaWorkload {
 	t.Helper()
 	ns := e.namespace(t, prefix)
 	w := hpaWorkload{ns: ns, app: prefix}
@@ -54,6 +54,9 @@ func (e *env) hpaWorkload(t *testing.T, prefix, mode string, util int32) hpaWork
 		}})
 	spec := resizePolicy("3s")
 	spec.Behaviors.HPA = mode
+	for _, o := range opts {
+		o(&spec)
+	}
 	mustCreate(t, e.c, &ballastv1.ResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "hpa", Namespace: ns}, Spec: spec})
 	return w
 }
@@ -266,6 +269,25 @@ func TestHPAGuard(t *testing.T) {
 			h = e.hpaOf(t, w)
 			if u, a := *h.Spec.Metrics[0].Resource.Target.AverageUtilization, h.Annotations[sizing.HPABaseAnnotation(0)]; u != 90 || a != "90% of 400m, set 90%" {
 				return fmt.Errorf("averageUtilization %d, hpa-base %q; want 90 and 90%% of 400m, set 90%%", u, a)
+			}
+			return nil
+		})
+	})
+
+	t.Run("startup boost: no boost on the cpu an HPA reads, a boost under ignore", func(t *testing.T) {
+		boost := func(s *ballastv1.ResourcePolicySpec) {
+			s.Behaviors.StartupBoost = &ballastv1.StartupBoost{CPU: "2x", ReadyFor: "1h"}
+		}
+		// No profile yet: only the boost could change the pod.
+		kept := e.hpaWorkload(t, "hpa-boost", ballastv1.HPAPreserve, 60, boost)
+		p := e.admit(t, kept, "web-1", "apply", "", nil)
+		if cpuOf(p) != "1" || p.Annotations[ballastv1.StartupBoostAnnotation] != "" {
+			t.Errorf("preserve: cpu request %s, startup-boost %q; want 1 and none", cpuOf(p), p.Annotations[ballastv1.StartupBoostAnnotation])
+		}
+		boosted := e.hpaWorkload(t, "hpa-boost-ignore", ballastv1.HPAIgnore, 60, boost)
+		e.admit(t, boosted, "web-1", "apply", "", func(p *corev1.Pod) error {
+			if cpuOf(p) != "2" || p.Annotations[ballastv1.StartupBoostAnnotation] == "" {
+				return fmt.Errorf("ignore: cpu request %s, startup-boost %q; want 2 and a record", cpuOf(p), p.Annotations[ballastv1.StartupBoostAnnotation])
 			}
 			return nil
 		})
