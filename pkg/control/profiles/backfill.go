@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -48,8 +49,10 @@ type backfillState struct {
 	mu sync.Mutex
 	// retryAt is, per profile, when a failed backfill may be tried again.
 	retryAt map[string]time.Time
-	// downUntil: Prometheus was unreachable; nobody asks it before then.
+	// downUntil: Prometheus was unreachable; nobody asks it before then. downWhy is the
+	// failure that said so, given to the profiles that were not asked meanwhile.
 	downUntil time.Time
+	downWhy   string
 }
 
 // SetBackfill turns on day-0 backfills from Prometheus (before Register).
@@ -82,7 +85,9 @@ func (c *Controller) applyBackfill(ctx context.Context, wp *ballastv1.WorkloadPr
 	}
 	bs.mu.Lock()
 	retryAt, pending := bs.retryAt[wp.Name]
-	due := now.After(retryAt) && now.After(bs.downUntil)
+	down := !now.After(bs.downUntil)
+	due := now.After(retryAt) && !down
+	downUntil, downWhy := bs.downUntil, bs.downWhy
 	bs.mu.Unlock()
 	// A failure is tried again when its reason is transient, or this process marked the
 	// outcome as retriable (a store error before anything was claimed).
@@ -90,6 +95,12 @@ func (c *Controller) applyBackfill(ctx context.Context, wp *ballastv1.WorkloadPr
 		return nil
 	}
 	if !due {
+		if down && prev == nil {
+			// Not asked: Prometheus was found unreachable for another profile. Say so now
+			// rather than after the retry delay; the profile is asked once it has passed.
+			return c.setBackfillCondition(ctx, wp, next, prev, now, backfill.Result{Reason: backfill.ResultUnavailable,
+				Message: fmt.Sprintf("%s (not asked again until %s)", downWhy, downUntil.UTC().Format(time.RFC3339))})
+		}
 		return nil
 	}
 	retention, _ := ballastv1.RetentionWindow(*snap.Config)
@@ -112,6 +123,23 @@ func (c *Controller) applyBackfill(ctx context.Context, wp *ballastv1.WorkloadPr
 	bs.m.Total.WithLabelValues(res.Reason).Inc()
 	bs.m.Samples.Add(float64(res.Samples))
 
+	bs.mu.Lock()
+	if res.Retry {
+		bs.retryAt[wp.Name] = now.Add(bs.o.RetryAfter)
+		if res.Reason == backfill.ResultUnavailable {
+			bs.downUntil, bs.downWhy = now.Add(bs.o.RetryAfter), res.Message
+		}
+	} else {
+		delete(bs.retryAt, wp.Name)
+	}
+	bs.mu.Unlock()
+	return c.setBackfillCondition(ctx, wp, next, prev, now, res)
+}
+
+// setBackfillCondition records one backfill outcome in the Backfilled condition and returns
+// the event to publish with the status (none when the condition says the same already).
+func (c *Controller) setBackfillCondition(ctx context.Context, wp *ballastv1.WorkloadProfile, next *ballastv1.WorkloadProfileStatus,
+	prev *metav1.Condition, now time.Time, res backfill.Result) []events.Event {
 	log := logr.FromContextOrDiscard(ctx).WithValues("profile", wp.Name)
 	cond := metav1.Condition{Type: ballastv1.ConditionBackfilled, Status: metav1.ConditionFalse, Reason: res.Reason,
 		Message: res.Message, ObservedGeneration: wp.Generation, LastTransitionTime: metav1.NewTime(now)}
@@ -129,16 +157,6 @@ func (c *Controller) applyBackfill(ctx context.Context, wp *ballastv1.WorkloadPr
 		log.Error(nil, "backfill from Prometheus failed; the profile accrues without it", "result", res.Reason, "why", res.Message)
 		ev = append(ev, events.Event{Object: wp, Type: corev1.EventTypeWarning, Reason: EventBackfillFailed, Message: res.Message})
 	}
-	bs.mu.Lock()
-	if res.Retry {
-		bs.retryAt[wp.Name] = now.Add(bs.o.RetryAfter)
-		if res.Reason == backfill.ResultUnavailable {
-			bs.downUntil = now.Add(bs.o.RetryAfter)
-		}
-	} else {
-		delete(bs.retryAt, wp.Name)
-	}
-	bs.mu.Unlock()
 	if prev != nil && prev.Reason == cond.Reason && prev.Message == cond.Message {
 		return nil // the same failure again: no new event, no status churn
 	}

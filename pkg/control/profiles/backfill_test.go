@@ -69,14 +69,31 @@ func TestApplyBackfill(t *testing.T) {
 		if cond := meta.FindStatusCondition(next.Conditions, ballastv1.ConditionBackfilled); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ballastv1.ReasonPrometheusUnavailable {
 			t.Fatalf("condition %+v", cond)
 		}
+		// Another profile meanwhile is not asked, but says why at once, with a Warning.
 		other, otherNext := newProfile("api")
-		c.applyBackfill(context.Background(), other, otherNext, snap, now.Add(time.Minute))
+		ev := c.applyBackfill(context.Background(), other, otherNext, snap, now.Add(time.Minute))
+		cond := meta.FindStatusCondition(otherNext.Conditions, ballastv1.ConditionBackfilled)
+		if cond == nil || cond.Reason != ballastv1.ReasonPrometheusUnavailable ||
+			cond.Message != "history: not backfilled: timeout (not asked again until 2026-12-03T12:06:00Z)" {
+			t.Errorf("the other profile's condition %+v", cond)
+		}
+		if len(ev) != 1 || ev[0].Reason != EventBackfillFailed {
+			t.Errorf("the other profile's events %+v", ev)
+		}
+		if ev := c.applyBackfill(context.Background(), other, otherNext, snap, now.Add(2*time.Minute)); len(ev) != 0 {
+			t.Errorf("the other profile's second pass published %+v", ev)
+		}
 		c.applyBackfill(context.Background(), wp, next, snap, now.Add(time.Minute))
 		if len(f.reqs) != 1 {
 			t.Fatalf("Prometheus asked %d times within the retry delay, want once", len(f.reqs))
 		}
+		// Once the delay has passed the other profile is asked too.
+		c.applyBackfill(context.Background(), other, otherNext, snap, now.Add(7*time.Minute))
+		if len(f.reqs) != 2 {
+			t.Fatalf("the other profile not asked after the delay: %d asks", len(f.reqs))
+		}
 		// The same failure again after the delay: asked, but no second event.
-		if ev := c.applyBackfill(context.Background(), wp, next, snap, now.Add(6*time.Minute)); len(ev) != 0 || len(f.reqs) != 2 {
+		if ev := c.applyBackfill(context.Background(), wp, next, snap, now.Add(13*time.Minute)); len(ev) != 0 || len(f.reqs) != 3 {
 			t.Errorf("after the delay: %d runs, events %+v", len(f.reqs), ev)
 		}
 	})
