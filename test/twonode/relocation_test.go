@@ -126,19 +126,24 @@ func testRelocation(t *testing.T, ctx context.Context) {
 	probe.Start()
 	began := time.Now()
 	var now *corev1.Pod
-	var ready time.Time
+	var ready, goneAt time.Time
 	err := harness.Poll(ctx, 3*time.Minute, "the mover relocated to "+b, func() error {
 		var l corev1.PodList
 		if err := n.Client.List(ctx, &l, client.InNamespace(relocNS), client.MatchingLabels(moverLabels)); err != nil {
 			return err
 		}
 		var names []string
+		oldThere := false
 		for i := range l.Items {
+			oldThere = oldThere || l.Items[i].Name == old.Name
 			p := &l.Items[i]
 			names = append(names, fmt.Sprintf("%s@%s ready=%v cpu=%s", p.Name, p.Spec.NodeName, podReady(p), p.Spec.Containers[0].Resources.Requests.Cpu()))
 			if p.Name != old.Name && p.Spec.NodeName == b && podReady(p) && ready.IsZero() {
 				ready = time.Now()
 			}
+		}
+		if !oldThere && goneAt.IsZero() {
+			goneAt = time.Now()
 		}
 		if len(l.Items) != 1 || l.Items[0].Name == old.Name || !podReady(&l.Items[0]) {
 			cur := &corev1.Pod{}
@@ -170,12 +175,11 @@ func testRelocation(t *testing.T, ctx context.Context) {
 	r := row{name: "relocation (growth cannot fit on node-a, room on node-b)", sent: rep.Sent, failed: rep.Failed,
 		unready: unready, from: old.Spec.NodeName, to: now.Spec.NodeName}
 	if !surged.IsZero() {
-		r.took = ready.Sub(surged)
+		r.took, r.gone = ready.Sub(surged), goneAt.Sub(surged)
 	}
-	r.gone = time.Since(began) // upper bound: the loop saw one pod left
 	newCPU := now.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
-	t.Logf("figures, relocation: requests %d, failed %d; 0 Ready endpoints for %s; surge %s after the probe started, stand-in Ready on %s %s after the surge; cpu request %dm → %dm",
-		rep.Sent, rep.Failed, unready.Round(10*time.Millisecond), rel(began, surged), b, r.took.Round(100*time.Millisecond), oldCPU, newCPU)
+	t.Logf("figures, relocation: requests %d, failed %d; 0 Ready endpoints for %s; surge %s after the probe started, stand-in Ready on %s %s and the old pod gone %s after the surge; cpu request %dm → %dm",
+		rep.Sent, rep.Failed, unready.Round(10*time.Millisecond), rel(began, surged), b, r.took.Round(100*time.Millisecond), r.gone.Round(100*time.Millisecond), oldCPU, newCPU)
 	rows = append(rows, r)
 	if surged.IsZero() {
 		t.Errorf("never saw the Understudy Surging")

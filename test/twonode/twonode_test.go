@@ -277,7 +277,7 @@ func testDrainPlain(t *testing.T, ctx context.Context) {
 
 func testTable(t *testing.T, _ context.Context) {
 	var b strings.Builder
-	b.WriteString("| scenario | failed / sent | longest time with 0 Ready endpoints | time to drain / roll out | old pod gone after | node |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | failed / sent | time with 0 Ready endpoints | drain wall / rollout complete / surge → stand-in Ready | old pod gone after | node |\n|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s | %s → %s |\n", r.name, r.failed, r.sent,
 			r.unready.Round(10*time.Millisecond), r.took.Round(100*time.Millisecond), r.gone.Round(100*time.Millisecond), r.from, r.to)
