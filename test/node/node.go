@@ -273,7 +273,11 @@ func (n *Node) Stop() {
 			m.kubelet.Stop(10 * time.Second)
 		}
 		for _, m := range n.members {
-			m.killContainers(ctx)
+			// Each node's containers get their own time: the pods' deletion above may have
+			// used up ctx.
+			kctx, kcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			m.killContainers(kctx)
+			kcancel()
 			m.ctrd.Stop(10 * time.Second)
 		}
 		n.proxy.stop()

@@ -71,6 +71,14 @@ func TestTwoNode(t *testing.T) {
 		{"table", testTable},
 		{"uninstall", testUninstall},
 	}
+	defer func() {
+		if t.Failed() && installed {
+			for _, ns := range []string{appNS, relocNS} {
+				_ = n.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			}
+			_, _ = helmErr("uninstall", release, "-n", namespace, "--wait", "--timeout", "1m")
+		}
+	}()
 	for _, s := range steps {
 		if !t.Run(s.name, func(t *testing.T) { s.f(t, ctx) }) {
 			t.Fatalf("step %s failed; later steps need its state", s.name)
@@ -140,6 +148,7 @@ func testInstall(t *testing.T, ctx context.Context) {
 	start := time.Now()
 	helm(t, append([]string{"install", release, filepath.Join(harness.RepoRoot(), "charts", "ballast"), "-n", namespace,
 		"--create-namespace", "--wait", "--timeout", "5m"}, userValues(t)...)...)
+	installed = true
 	t.Logf("helm install --wait: %s", time.Since(start).Round(100*time.Millisecond))
 	ds := &appsv1.DaemonSet{}
 	if err := n.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "ballast-node"}, ds); err != nil {
@@ -150,7 +159,10 @@ func testInstall(t *testing.T, ctx context.Context) {
 	}
 }
 
-var dep *appsv1.Deployment
+var (
+	dep       *appsv1.Deployment
+	installed bool // the release is in: a failed run uninstalls it so teardown meets no controller
+)
 
 // testSingleton: the one-replica Deployment of the load app serving HTTP (readinessProbe on
 // /readyz every second, maxSurge 1, maxUnavailable 0, not enrolled) behind a Service.
@@ -229,6 +241,7 @@ func testDrainUnderstudy(t *testing.T, ctx context.Context) {
 	rows = append(rows, r)
 	if !strings.Contains(out, "held by Understudy "+appNS+"/guard") {
 		t.Errorf("the drain did not see the Understudy's hold:\n%s", out)
+		diagnose(t, ctx)
 	}
 	if r.unready != 0 {
 		t.Errorf("%s: %s with no Ready endpoint, want 0", r.name, r.unready)
@@ -400,6 +413,32 @@ func disrupt(t *testing.T, ctx context.Context, name string, action func(nodeNam
 	return r
 }
 
+// diagnose logs what tells why an eviction was not held: the control pods' lines about
+// evictions and Understudies, the API server's about the eviction webhook, and the
+// Understudy's status.
+func diagnose(t *testing.T, ctx context.Context) {
+	t.Helper()
+	logs, _ := kubectl(ctx, "logs", "-n", namespace, "-l", "app.kubernetes.io/component=control", "--prefix", "--tail=-1", "--max-log-requests=4")
+	var keep []string
+	for _, l := range strings.Split(logs, "\n") {
+		ll := strings.ToLower(l)
+		if strings.Contains(ll, "evict") || strings.Contains(ll, "understudy") || strings.Contains(ll, "leader") || strings.Contains(ll, "cert") {
+			keep = append(keep, l)
+		}
+	}
+	t.Logf("control pods, lines about evictions, Understudy, leadership and certificates:\n%s", strings.Join(keep, "\n"))
+	api, _ := os.ReadFile(filepath.Join(n.Dir, "logs", "kube-apiserver.log"))
+	keep = nil
+	for _, l := range strings.Split(string(api), "\n") {
+		if strings.Contains(l, "veviction") || strings.Contains(l, "eviction") {
+			keep = append(keep, l)
+		}
+	}
+	t.Logf("kube-apiserver, lines about the eviction webhook:\n%s", strings.Join(keep, "\n"))
+	st, _ := kubectl(ctx, "get", "understudies,pods,endpointslices", "-A", "-o", "wide")
+	t.Logf("state:\n%s", st)
+}
+
 func rel(from, at time.Time) string {
 	if from.IsZero() {
 		return "before"
@@ -463,9 +502,17 @@ func podReady(p *corev1.Pod) bool {
 // helm runs the real helm binary against the cluster, its homes in the tier's folder.
 func helm(t *testing.T, args ...string) string {
 	t.Helper()
-	bin, err := harness.Tool("helm")
+	out, err := helmErr(args...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+func helmErr(args ...string) (string, error) {
+	bin, err := harness.Tool("helm")
+	if err != nil {
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -476,9 +523,9 @@ func helm(t *testing.T, args ...string) string {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		return stdout.String(), fmt.Errorf("helm %s: %w\n%s\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), nil
 }
 
 // userValues: the values a user writes for a local cluster (images imported by hand, no
