@@ -232,6 +232,7 @@ func testDrainUnderstudy(t *testing.T, ctx context.Context) {
 		}
 		return nil
 	})
+	logWebhookReplica(t, ctx)
 	var out string
 	r := disrupt(t, ctx, "kubectl drain, Understudy on", func(nodeName string) (string, error) {
 		var err error
@@ -411,6 +412,17 @@ func disrupt(t *testing.T, ctx context.Context, name string, action func(nodeNam
 		t.Fatal(err)
 	}
 	return r
+}
+
+// logWebhookReplica logs which control replica leads and which one the service stand-in
+// sends the API server's webhook calls to (the first Ready endpoint of the webhook Service).
+func logWebhookReplica(t *testing.T, ctx context.Context) {
+	t.Helper()
+	holder, _ := kubectl(ctx, "get", "lease", "-n", namespace, "910c37cf.tightlinesoftware.com", "-o", "jsonpath={.spec.holderIdentity}")
+	ep := n.Endpoint(namespace, release+"-webhook", "https")
+	pods, _ := kubectl(ctx, "get", "pods", "-n", namespace, "-l", "app.kubernetes.io/component=control", "-o",
+		"custom-columns=NAME:.metadata.name,IP:.status.podIP,NODE:.spec.nodeName,START:.status.startTime")
+	t.Logf("leader %q; webhook calls go to %s; control pods:\n%s", holder, ep, pods)
 }
 
 // diagnose logs what tells why an eviction was not held: the control pods' lines about
