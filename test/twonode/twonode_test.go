@@ -3,6 +3,7 @@ package twonode
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -423,6 +424,40 @@ func logWebhookReplica(t *testing.T, ctx context.Context) {
 	pods, _ := kubectl(ctx, "get", "pods", "-n", namespace, "-l", "app.kubernetes.io/component=control", "-o",
 		"custom-columns=NAME:.metadata.name,IP:.status.podIP,NODE:.spec.nodeName,START:.status.startTime")
 	t.Logf("leader %q; webhook calls go to %s; control pods:\n%s", holder, ep, pods)
+	// Each replica's own answer to a dry-run eviction of the singleton's pod, asked
+	// directly on its pod IP (a dry run records nothing and starts no surge).
+	var l corev1.PodList
+	if err := n.Client.List(ctx, &l, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/component": "control"}); err != nil {
+		t.Fatal(err)
+	}
+	p := onePod(t, ctx)
+	for _, cp := range l.Items {
+		t.Logf("replica %s (%s) answers a dry-run eviction of %s: %s", cp.Name, cp.Status.PodIP, p.Name, askEviction(ctx, cp.Status.PodIP, p))
+	}
+}
+
+// askEviction posts a dry-run eviction review for p to the eviction webhook at ip:9443 and
+// returns its answer.
+func askEviction(ctx context.Context, ip string, p *corev1.Pod) string {
+	ev := fmt.Sprintf(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":%q,"namespace":%q}}`, p.Name, p.Namespace)
+	review := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"twonode-probe",
+"kind":{"group":"policy","version":"v1","kind":"Eviction"},"resource":{"group":"","version":"v1","resource":"pods"},
+"subResource":"eviction","requestKind":{"group":"policy","version":"v1","kind":"Eviction"},
+"requestResource":{"group":"","version":"v1","resource":"pods"},"requestSubResource":"eviction",
+"name":%q,"namespace":%q,"operation":"CREATE","userInfo":{"username":"twonode-test"},"object":%s,"dryRun":true}}`, p.Name, p.Namespace, ev)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a probe of the replica's answer, not of its certificate
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+ip+":9443/validate-v1-pod-eviction", strings.NewReader(review))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.Status + " " + string(b)
 }
 
 // diagnose logs what tells why an eviction was not held: the control pods' lines about
