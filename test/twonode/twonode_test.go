@@ -432,7 +432,22 @@ func logWebhookReplica(t *testing.T, ctx context.Context) {
 	}
 	p := onePod(t, ctx)
 	for _, cp := range l.Items {
-		t.Logf("replica %s (%s) answers a dry-run eviction of %s: %s", cp.Name, cp.Status.PodIP, p.Name, askEviction(ctx, cp.Status.PodIP, p))
+		ans := askEviction(ctx, cp.Status.PodIP, p)
+		t.Logf("replica %s (%s) answers a dry-run eviction of %s: %s", cp.Name, cp.Status.PodIP, p.Name, ans)
+		if strings.Contains(ans, `"allowed":true`) {
+			logs, _ := kubectl(ctx, "logs", "-n", namespace, cp.Name, "-c", "ballast-control")
+			var keep []string
+			for _, line := range strings.Split(logs, "\n") {
+				ll := strings.ToLower(line)
+				if strings.Contains(ll, "understudy") || strings.Contains(ll, "evict") || strings.Contains(ll, "error") || strings.Contains(ll, "cache") {
+					keep = append(keep, line)
+				}
+			}
+			if len(keep) > 60 {
+				keep = keep[len(keep)-60:]
+			}
+			t.Logf("replica %s, log lines about Understudy, evictions, caches and errors:\n%s", cp.Name, strings.Join(keep, "\n"))
+		}
 	}
 }
 
