@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	ballastv1 "github.com/ballastk8s/ballast/pkg/apis/ballast/v1"
 	"github.com/ballastk8s/ballast/test/harness"
 	"github.com/ballastk8s/ballast/test/sandbox"
@@ -34,6 +38,13 @@ func TestStandbyHoldsEvictions(t *testing.T) {
 			t.Errorf("restoring the sandbox's ballast-control: %v", err)
 		}
 	})
+	// A Lease an earlier test's replica left behind (held until it expires) would make the
+	// standby the leader partway through: start from no Lease, so its first holder is the
+	// replica started first.
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ballast-system", Name: ballastv1.LeaderElectionID}}
+	if err := sb.Client.Delete(c, lease); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
 	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
