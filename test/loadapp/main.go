@@ -17,7 +17,7 @@
 // stall stops. The start time is logged ("page-cache pressure started at <ms> ms").
 //
 //	ballast-loadapp -cpu-millis 200 -memory-mib 150 [-oom-child-after 5s] [-http-addr :8080]
-//	    [-pressure-file-mib 96 -pressure-dir /scratch]
+//	    [-pressure-file-mib 96 -pressure-dir /scratch -pressure-after 8s]
 package main
 
 import (
@@ -41,6 +41,7 @@ func main() {
 	httpAddr := flag.String("http-addr", "", "serve GET / and GET /readyz on this address (empty: no HTTP)")
 	pressureMiB := flag.Int("pressure-file-mib", 0, "keep rewriting a file of this many MiB through the page cache (0: never)")
 	pressureDir := flag.String("pressure-dir", os.TempDir(), "directory of the -pressure-file-mib file")
+	pressureAfter := flag.Duration("pressure-after", 0, "start the -pressure-file-mib rewrites after this long")
 	flag.Parse()
 	if *hog {
 		allocateForever()
@@ -52,7 +53,10 @@ func main() {
 	}
 	go burn(*cpu)
 	if *pressureMiB > 0 {
-		go rewrite(*pressureDir, *pressureMiB)
+		go func() {
+			time.Sleep(*pressureAfter)
+			rewrite(*pressureDir, *pressureMiB)
+		}()
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
