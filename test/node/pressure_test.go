@@ -15,6 +15,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,7 +40,8 @@ const (
 // chart runs the agent with eBPF (agent.ebpf.enabled in the tier's values), whose memcg
 // reclaim-stall programs (tp_btf/mm_vmscan_memcg_reclaim_{begin,end}) are this cgroup v1
 // node's memory pressure; the control plane runs with --pressure-raise-sustain=5s. A
-// resize-mode pod of the load app starts rewriting a file larger than its memory limit
+// resize-mode pod of the load app (its namespace's policy keeps the profile Accruing, so no
+// interval resize competes) starts rewriting a file larger than its memory limit
 // 8 s after it starts; the agent writes its stall readings (source ebpf) to the profile's
 // pressure stream, the fast raise raises its memory limit in place once 5 s of readings
 // stay at or above 10 %, and the step reads the container's memory.limit_in_bytes until it
@@ -52,16 +54,50 @@ func testResizePressure(t *testing.T, ctx context.Context) {
 	}
 	written0 := max(agentMetric(t, ctx, "ballast_node_pressure_readings_total", `source="ebpf"`, `result="written"`), 0)
 	createNamespace(t, ctx, "pressure")
-	pod := loadPod("pressure", "pressured", "pressure", "measure",
-		[]string{"-cpu-millis", "10", "-memory-mib", "8", "-pressure-file-mib", strconv.Itoa(pressureFileMiB),
-			"-pressure-dir", "/scratch", "-pressure-after", pressureStartsAt.String()},
-		res("20m", "32Mi"), res("", "64Mi"))
-	// The file is on the node's disk (an emptyDir), so its page cache is reclaimable.
-	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	newPod := func() *corev1.Pod {
+		pod := loadPod("pressure", "pressured", "pressure", "measure",
+			[]string{"-cpu-millis", "10", "-memory-mib", "8", "-pressure-file-mib", strconv.Itoa(pressureFileMiB),
+				"-pressure-dir", "/scratch", "-pressure-after", pressureStartsAt.String()},
+			res("20m", "32Mi"), res("", "64Mi"))
+		// The file is on the node's disk (an emptyDir), so its page cache is reclaimable.
+		pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+		return pod
+	}
+	// The namespace's policy never lets the profile turn Sufficient (readiness over an hour),
+	// so the interval resize stays out: only a fast raise can change the limit here.
+	pol := &ballastv1.ResourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: "pressure"},
+		Spec: ballastv1.ResourcePolicySpec{
+			Metrics: []ballastv1.MetricSpec{
+				{Resource: "cpu", Field: "request", Source: "kubernetes-metrics", Aggregation: "avg", Headroom: "1.25"},
+				{Resource: "memory", Field: "request", Source: "kubernetes-metrics", Aggregation: "p75", Headroom: "1.0"},
+				{Resource: "memory", Field: "limit", Source: "kubernetes-metrics", Aggregation: "p99", Headroom: "1.2"},
+			},
+			Readiness: ballastv1.Readiness{MinDataPoints: 5, MinTimeSpan: "1h", MaxCV: "2.0"},
+			Behaviors: ballastv1.Behaviors{Resize: ballastv1.ResizeBehavior{Interval: "1h"}},
+		}}
+	if err := n.Client.Create(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	// The webhook may not have seen the policy yet: create the pod until it is bound to it.
 	// Measure mode until the profile exists, so the webhook stamps its name; relabelled to
 	// resize before the pressure starts.
-	p := runningPod(t, ctx, pod)
+	var pod *corev1.Pod
+	harness.Eventually(t, 30*time.Second, "pod bound to the slow policy", func() error {
+		pod = newPod()
+		_ = n.Client.Delete(ctx, pod.DeepCopy(), client.GracePeriodSeconds(0))
+		harness.Eventually(t, 10*time.Second, "previous pod gone", func() error {
+			return client.IgnoreNotFound(n.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+		})
+		if err := n.Client.Create(ctx, pod); err != nil {
+			return err
+		}
+		if got := pod.Annotations[ballastv1.PolicyRefAnnotation]; got != "pressure/slow" {
+			return fmt.Errorf("policy-ref %q", got)
+		}
+		return nil
+	})
+	p := waitRunning(t, ctx, pod)
 	if p.Annotations[ballastv1.ProfileRefAnnotation] == "" {
 		t.Fatalf("no profile-ref on the pod: %v", p.Annotations)
 	}
