@@ -104,7 +104,7 @@ telemetry:
     enabled: true
 # The pressure fast raise after 5 s of readings (five 1 s samples) instead of 30 s.
 extraArgs:
-  - --pressure-raise-sustain=5s
+  - --pressure-raise-sustain=`+pressureSustain+`
 # kubectl ballast node reaches the agent through the API server's pods/proxy; the agent's
 # eBPF memory signal (OOM victims, memcg reclaim stall: this v1 node's memory pressure).
 agent:

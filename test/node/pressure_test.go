@@ -34,6 +34,8 @@ const (
 	pressureFileMiB   = 96
 	pressureStartsAt  = 8 * time.Second // after the container starts: the pod is relabelled by then
 	pressureRaiseGoal = 15 * time.Second
+	// pressureSustain is the tier's --pressure-raise-sustain (userValues).
+	pressureSustain = "5s"
 )
 
 // testResizePressure: memory pressure on the real kubelet → in-place raise (issue 29). The
@@ -156,8 +158,14 @@ func testResizePressure(t *testing.T, ctx context.Context) {
 	if first == 0 || !strings.Contains(stream, `"`+series.PressureSourceEBPF+`"`) {
 		t.Fatalf("no ebpf reading in %s:\n%s", key, stream)
 	}
-	t.Logf("pressure start → memory.limit_in_bytes %d → %d in the cgroup: %s (first ebpf reading in the stream after %d ms; %d readings by then; sustain 5 s, threshold 10 %%)",
-		before, after, took.Round(time.Millisecond), first-started, len(streamIDs(stream)))
+	readings := 0
+	for _, id := range streamIDs(stream) {
+		if firstStreamID(id) <= raisedAt.UnixMilli() {
+			readings++
+		}
+	}
+	t.Logf("pressure start → memory.limit_in_bytes %d → %d in the cgroup: %s (first ebpf reading in the stream after %d ms; %d readings by then; sustain %s, threshold 10 %%)",
+		before, after, took.Round(time.Millisecond), first-started, readings, pressureSustain)
 	harness.Eventually(t, 20*time.Second, "pressure raise recorded", func() error {
 		cur := &corev1.Pod{}
 		if err := n.Client.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
