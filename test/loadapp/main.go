@@ -9,7 +9,15 @@
 // On SIGTERM it stops accepting, finishes the requests in flight, and exits, as a real
 // server does in a rolling deploy.
 //
+// With -pressure-file-mib it also keeps rewriting a file of that size through the page cache
+// (in -pressure-dir): with a memory limit below the file plus the held memory, every pass
+// makes the kernel reclaim the container's own dirty page cache at its limit, so the
+// container is stalled on memory for as long as it runs, and never OOM-killed (page cache
+// is reclaimable). Once the limit holds the file, the rewrites hit cached pages and the
+// stall stops. The start time is logged ("page-cache pressure started at <ms> ms").
+//
 //	ballast-loadapp -cpu-millis 200 -memory-mib 150 [-oom-child-after 5s] [-http-addr :8080]
+//	    [-pressure-file-mib 96 -pressure-dir /scratch -pressure-after 8s]
 package main
 
 import (
@@ -31,6 +39,9 @@ func main() {
 	oomAfter := flag.Duration("oom-child-after", 0, "start one child that allocates until OOM-killed after this long (0: never)")
 	hog := flag.Bool("hog", false, "internal: allocate until killed (the OOM child)")
 	httpAddr := flag.String("http-addr", "", "serve GET / and GET /readyz on this address (empty: no HTTP)")
+	pressureMiB := flag.Int("pressure-file-mib", 0, "keep rewriting a file of this many MiB through the page cache (0: never)")
+	pressureDir := flag.String("pressure-dir", os.TempDir(), "directory of the -pressure-file-mib file")
+	pressureAfter := flag.Duration("pressure-after", 0, "start the -pressure-file-mib rewrites after this long")
 	flag.Parse()
 	if *hog {
 		allocateForever()
@@ -41,6 +52,12 @@ func main() {
 		go oomChild(*oomAfter)
 	}
 	go burn(*cpu)
+	if *pressureMiB > 0 {
+		go func() {
+			time.Sleep(*pressureAfter)
+			rewrite(*pressureDir, *pressureMiB)
+		}()
+	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	var srv *http.Server
@@ -97,6 +114,36 @@ func oomChild(after time.Duration) {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	err := cmd.Run()
 	fmt.Printf("loadapp: OOM child ended at %d ms: %v\n", time.Now().UnixMilli(), err)
+}
+
+// rewrite writes a file of mib MiB from its start, over and over, through the page cache,
+// at most about 200 MiB/s (a pass takes at least mib × 5 ms), so that once the limit holds
+// the file it does not spin a core. A write error ends the process (the pod fails visibly).
+func rewrite(dir string, mib int) {
+	f, err := os.CreateTemp(dir, "pressure-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "loadapp: pressure file: %v\n", err)
+		os.Exit(1)
+	}
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	fmt.Printf("loadapp: page-cache pressure started at %d ms: rewriting %d MiB in %s\n", time.Now().UnixMilli(), mib, f.Name())
+	pace := time.Duration(mib) * 2 * time.Millisecond
+	for pass := 1; ; pass++ {
+		began := time.Now()
+		for i := 0; i < mib; i++ {
+			if _, err := f.WriteAt(buf, int64(i)<<20); err != nil {
+				fmt.Fprintf(os.Stderr, "loadapp: pressure file: %v\n", err)
+				os.Exit(1)
+			}
+		}
+		if pass == 1 {
+			fmt.Printf("loadapp: first pass written at %d ms\n", time.Now().UnixMilli())
+		}
+		time.Sleep(pace - time.Since(began))
+	}
 }
 
 func allocateForever() {

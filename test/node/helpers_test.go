@@ -80,7 +80,7 @@ valkey:
 `)
 	fast := filepath.Join(n.Dir, "values-fast.yaml")
 	writeFile(t, fast, `# Test speed: 1 s sampling (Summary every 5 s), profiles Sufficient after 5 samples over 20 s,
-# resize-mode pods stepped every 5 s; the agent's debug view served for pods/proxy.
+# resize-mode pods stepped every 5 s; the agent's debug view served for pods/proxy; eBPF on.
 defaultMetricsSources:
   kubernetesMetrics:
     pollInterval: "1s"
@@ -102,11 +102,17 @@ defaultClusterResourcePolicy:
 telemetry:
   prometheus:
     enabled: true
-# kubectl ballast node reaches the agent through the API server's pods/proxy.
+# The pressure fast raise after 5 s of readings (five 1 s samples) instead of 30 s.
+extraArgs:
+  - --pressure-raise-sustain=`+pressureSustain+`
+# kubectl ballast node reaches the agent through the API server's pods/proxy; the agent's
+# eBPF memory signal (OOM victims, memcg reclaim stall: this v1 node's memory pressure).
 agent:
   debug:
     proxy:
       enabled: true
+  ebpf:
+    enabled: true
 `)
 	return []string{"-f", filepath.Join(chartDir(), "values-local-testing.yaml"), "-f", local, "-f", fast}
 }

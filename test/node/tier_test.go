@@ -38,6 +38,7 @@ func TestRealNode(t *testing.T) {
 		{"resize-handover", testResizeHandOver},
 		{"resize-infeasible", testResizeInfeasible},
 		{"resize-oom", testResizeOOM},
+		{"resize-pressure", testResizePressure},
 		{"resize-ephemeral", testResizeEphemeral},
 		{"oom", testOOM},
 		{"traffic-rollout", testTrafficRollout},
