@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,14 +25,14 @@ const (
 
 // inner runs as PID 1 of the private namespaces: it prepares mounts and the network,
 // starts the node, runs the tests and tears the node down, also on SIGTERM.
-func inner(m *testing.M, dir string, out **Node) int {
-	if err := setupNamespace(); err != nil {
+func inner(m *testing.M, dir string, out **Node, opts Options) int {
+	if err := setupNamespace(dir, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "node tier: namespace setup:", err)
 		return 1
 	}
 	started := time.Now()
 	ctx := context.Background()
-	n, err := Start(ctx, dir)
+	n, err := StartWith(ctx, dir, opts)
 	if n != nil {
 		stopped := make(chan struct{})
 		sigs := make(chan os.Signal, 1)
@@ -57,7 +58,7 @@ func inner(m *testing.M, dir string, out **Node) int {
 		return 1
 	}
 	n.Timings.Started = time.Since(started)
-	fmt.Printf("node tier: node %s Ready with images imported in %s\n", NodeName, n.Timings.Started.Round(time.Millisecond))
+	fmt.Printf("node tier: nodes %s Ready with images imported in %s\n", strings.Join(n.Nodes, ", "), n.Timings.Started.Round(time.Millisecond))
 	*out = n
 	return m.Run()
 }
@@ -66,7 +67,7 @@ func inner(m *testing.M, dir string, out **Node) int {
 // propagate to containers, and builds the network: lo, and a veth whose near end carries
 // the node IP and a default route (pods reach the node and the service stand-ins through
 // the CNI bridge).
-func setupNamespace() error {
+func setupNamespace(dir string, opts Options) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_SHARED, ""); err != nil {
 		return fmt.Errorf("making / rshared: %w", err)
 	}
@@ -74,6 +75,9 @@ func setupNamespace() error {
 		if err := syscall.Mount("tmpfs", p, "tmpfs", 0, "mode=0755"); err != nil {
 			return fmt.Errorf("mounting tmpfs on %s: %w", p, err)
 		}
+	}
+	if opts.Nodes > 1 {
+		return setupRouter(members(dir, opts))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

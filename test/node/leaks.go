@@ -12,10 +12,12 @@ import (
 const cgroupFS = "/sys/fs/cgroup"
 
 // kubepodsDirs lists the kubelet's top-level cgroup in every hierarchy (cgroup v1
-// controllers and the v2 mount), whichever exist.
+// controllers and the v2 mount), whichever exist, and the cgroup roots the multi-node
+// tier made for its further kubelets (multinode.go).
 func kubepodsDirs() []string {
 	var out []string
-	for _, pattern := range []string{cgroupFS + "/kubepods", cgroupFS + "/*/kubepods", cgroupFS + "/*/kubepods.slice"} {
+	for _, pattern := range []string{cgroupFS + "/kubepods", cgroupFS + "/*/kubepods", cgroupFS + "/*/kubepods.slice",
+		cgroupFS + "/*/" + cgroupRootPrefix + "*"} {
 		m, _ := filepath.Glob(pattern)
 		out = append(out, m...)
 	}

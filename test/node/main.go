@@ -47,9 +47,13 @@ func Require(t testing.TB) {
 //
 //	var n *node.Node
 //	func TestMain(m *testing.M) { node.Main(m, &n) }
-func Main(m *testing.M, out **Node) {
+func Main(m *testing.M, out **Node) { MainWith(m, out, Options{}) }
+
+// MainWith is Main with opts: MainWith(m, &n, node.Options{Nodes: 2}) runs the package's
+// tests against the two-node tier (multinode.go).
+func MainWith(m *testing.M, out **Node, opts Options) {
 	if dir := os.Getenv(innerEnv); dir != "" {
-		os.Exit(inner(m, dir, out))
+		os.Exit(inner(m, dir, out, opts))
 	}
 	if os.Geteuid() != 0 {
 		skipReason = "real-node tier needs root (it runs a kubelet and containerd in private namespaces)"

@@ -30,12 +30,66 @@ type Node struct {
 	Images  map[string]string
 	Timings Timings
 
+	// Nodes lists the kubelet nodes by name, in start order (NodeName alone for the
+	// one-node tier; node-a, node-b … with Options.Nodes ≥ 2).
+	Nodes []string
+
 	pki      *pki
+	apiIP    string // where the API server advertises itself and kubelets reach it
+	members  []*member
 	procs    []*harness.Proc // in start order; stopped in reverse
-	kubelet  *harness.Proc
-	ctrd     *harness.Proc
+	kubelet  *harness.Proc   // the first node's (footprint reads its PID)
 	proxy    *svcProxy
 	stopOnce sync.Once
+}
+
+// Options shape the cluster Start brings up.
+type Options struct {
+	// Nodes is the number of kubelet nodes. 0 or 1 is the one-node tier: the node's
+	// containerd and kubelet share the tier's network namespace with the control plane.
+	// 2 or more is the multi-node tier: each node's containerd and kubelet run in a
+	// network namespace of their own (multinode.go), joined to the control plane's by a
+	// bridge.
+	Nodes int
+}
+
+// member is one kubelet node: its addresses, where its containerd keeps its state, and
+// its processes.
+type member struct {
+	Name, IP, PodCIDR string
+	netns             string // named network namespace ("" = the tier's own)
+	cgroupRoot        string // the kubelet's cgroupRoot ("" = the hierarchy root: kubepods at the top)
+	bridge, ipamDir   string // the CNI bridge's name and host-local's data dir
+	sock, state       string // containerd's socket and state dir
+	podLogs           string // the kubelet's podLogsDirectory
+	dir               string // its files (configs, containerd root, kubelet root-dir)
+	certName          string // prefix of its kubelet-client / kubelet-serving certificates
+	kubelet, ctrd     *harness.Proc
+}
+
+// members returns the nodes opts asks for. The one-node tier's single member keeps the
+// paths and names it always had.
+func members(dir string, opts Options) []*member {
+	if opts.Nodes <= 1 {
+		return []*member{{Name: NodeName, IP: NodeIP, PodCIDR: podCIDR, bridge: "ballast0", ipamDir: "/run/cni-ipam",
+			sock: ctrdSock, state: "/run/containerd", podLogs: "/var/log/pods", dir: dir, certName: ""}}
+	}
+	var out []*member
+	for i := 0; i < opts.Nodes; i++ {
+		name := fmt.Sprintf("node-%c", 'a'+i)
+		m := &member{Name: name, IP: fmt.Sprintf("10.200.0.%d", i+1), PodCIDR: fmt.Sprintf("10.244.%d.0/24", i),
+			netns: name, bridge: "cbr-" + name, ipamDir: "/run/cni-ipam-" + name,
+			sock: "/run/containerd-" + name + "/containerd.sock", state: "/run/containerd-" + name,
+			podLogs: "/var/log/pods-" + name, dir: filepath.Join(dir, name), certName: "-" + name}
+		if i > 0 {
+			// Every kubelet's pods live under <cgroupRoot>/kubepods; only one can have the
+			// hierarchy root. The node agent finds pods under /kubepods only (partial:
+			// docs/real-node.md "Two-node tier").
+			m.cgroupRoot = "/" + cgroupRootPrefix + name
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // Timings are measured while the tier runs (docs/benchmarks.md).
@@ -49,8 +103,20 @@ func tool(name string) (string, error) { return harness.Tool(name) }
 // kube-scheduler, the service stand-ins, containerd with the images imported, and the
 // kubelet; it returns once the node is Ready. On error the returned Node (if any) must
 // still be stopped.
-func Start(ctx context.Context, dir string) (*Node, error) {
-	n := &Node{Dir: dir, Images: map[string]string{}}
+func Start(ctx context.Context, dir string) (*Node, error) { return StartWith(ctx, dir, Options{}) }
+
+// StartWith is Start with opts (the number of nodes).
+func StartWith(ctx context.Context, dir string, opts Options) (*Node, error) {
+	n := &Node{Dir: dir, Images: map[string]string{}, members: members(dir, opts), apiIP: NodeIP}
+	if len(n.members) > 1 {
+		n.apiIP = gatewayIP
+	}
+	for _, m := range n.members {
+		n.Nodes = append(n.Nodes, m.Name)
+		if err := os.MkdirAll(m.dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	p, err := newPKI(filepath.Join(dir, "pki"))
 	if err != nil {
 		return nil, err
@@ -60,12 +126,14 @@ func Start(ctx context.Context, dir string) (*Node, error) {
 		return n, err
 	}
 	n.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	server := "https://" + net.JoinHostPort(NodeIP, "6443")
+	server := "https://" + net.JoinHostPort(n.apiIP, "6443")
 	if err := p.kubeconfig(n.Kubeconfig, server, "admin"); err != nil {
 		return n, err
 	}
-	if err := p.kubeconfig(filepath.Join(dir, "kubelet.kubeconfig"), server, "kubelet-client"); err != nil {
-		return n, err
+	for _, m := range n.members {
+		if err := p.kubeconfig(filepath.Join(m.dir, "kubelet.kubeconfig"), server, "kubelet-client"+m.certName); err != nil {
+			return n, err
+		}
 	}
 	if err := n.startControlPlane(ctx); err != nil {
 		return n, err
@@ -83,19 +151,24 @@ func Start(ctx context.Context, dir string) (*Node, error) {
 }
 
 func (n *Node) issueCertificates() error {
-	node := net.ParseIP(NodeIP)
-	for _, c := range []struct {
+	type cert struct {
 		name, cn string
 		orgs     []string
 		ips      []net.IP
 		dns      []string
-	}{
-		{"apiserver", "kube-apiserver", nil, []net.IP{node, net.ParseIP(apiSvcIP), net.ParseIP("127.0.0.1")},
+	}
+	certs := []cert{
+		{"apiserver", "kube-apiserver", nil, []net.IP{net.ParseIP(n.apiIP), net.ParseIP(apiSvcIP), net.ParseIP("127.0.0.1")},
 			[]string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"}},
 		{"admin", "node-tier-admin", []string{"system:masters"}, nil, nil},
-		{"kubelet-client", "system:node:" + NodeName, []string{"system:nodes"}, nil, nil},
-		{"kubelet-serving", "system:node:" + NodeName, []string{"system:nodes"}, []net.IP{node}, []string{NodeName}},
-	} {
+	}
+	for _, m := range n.members {
+		ip := net.ParseIP(m.IP)
+		certs = append(certs,
+			cert{"kubelet-client" + m.certName, "system:node:" + m.Name, []string{"system:nodes"}, nil, nil},
+			cert{"kubelet-serving" + m.certName, "system:node:" + m.Name, []string{"system:nodes"}, []net.IP{ip}, []string{m.Name}})
+	}
+	for _, c := range certs {
 		if err := n.pki.issue(c.name, c.cn, c.orgs, c.ips, c.dns); err != nil {
 			return err
 		}
@@ -131,7 +204,7 @@ func (n *Node) startControlPlane(ctx context.Context) error {
 	}
 	api, err := n.start("kube-apiserver",
 		"--etcd-servers=http://127.0.0.1:2379", "--bind-address=0.0.0.0", "--secure-port=6443",
-		"--advertise-address="+NodeIP,
+		"--advertise-address="+n.apiIP,
 		"--tls-cert-file="+pk("apiserver.crt"), "--tls-private-key-file="+pk("apiserver.key"),
 		"--client-ca-file="+pk("ca.crt"),
 		"--kubelet-client-certificate="+pk("admin.crt"), "--kubelet-client-key="+pk("admin.key"),
@@ -188,13 +261,25 @@ func (n *Node) Stop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		// Keep the pods' logs (the tmpfs /var/log vanishes with the namespace).
-		_, _ = run(ctx, "cp", "-r", "/var/log/pods", filepath.Join(n.Dir, "pod-logs"))
-		if n.Clientset != nil && n.kubelet != nil && n.kubelet.Alive() == nil {
+		alive := false
+		for _, m := range n.members {
+			_, _ = run(ctx, "cp", "-r", m.podLogs, filepath.Join(m.dir, "pod-logs"))
+			alive = alive || (m.kubelet != nil && m.kubelet.Alive() == nil)
+		}
+		if n.Clientset != nil && alive {
 			n.deleteAllPods(ctx)
 		}
-		n.kubelet.Stop(10 * time.Second)
-		n.killContainers(ctx)
-		n.ctrd.Stop(10 * time.Second)
+		for _, m := range n.members {
+			m.kubelet.Stop(10 * time.Second)
+		}
+		for _, m := range n.members {
+			// Each node's containers get their own time: the pods' deletion above may have
+			// used up ctx.
+			kctx, kcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			m.killContainers(kctx)
+			kcancel()
+			m.ctrd.Stop(10 * time.Second)
+		}
 		n.proxy.stop()
 		for i := len(n.procs) - 1; i >= 0; i-- {
 			n.procs[i].Stop(10 * time.Second)

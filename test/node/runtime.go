@@ -23,7 +23,7 @@ const ctrdSock = "/run/containerd/containerd.sock"
 // cgroupfs driver, Debian's runc and CNI plugins.
 const containerdConfig = `version = 2
 root = %q
-state = "/run/containerd"
+state = %q
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
 [grpc]
@@ -40,6 +40,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = %q
+        Root = %q
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
@@ -47,8 +48,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 `
 
 const cniConfig = `{"cniVersion": "0.4.0", "name": "node-tier", "plugins": [
- {"type": "bridge", "bridge": "ballast0", "isGateway": true, "isDefaultGateway": true, "ipMasq": false,
-  "ipam": {"type": "host-local", "dataDir": "/run/cni-ipam", "ranges": [[{"subnet": %q}]]}},
+ {"type": "bridge", "bridge": %q, "isGateway": true, "isDefaultGateway": true, "ipMasq": false,
+  "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]]}},
  {"type": "loopback"}]}
 `
 
@@ -90,40 +91,68 @@ func (n *Node) startRuntime(ctx context.Context) error {
 	if n.Images["pause"] == "" {
 		return fmt.Errorf("no pause image in %s", images)
 	}
+	for _, m := range n.members {
+		if err := n.startContainerd(ctx, m, archives); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// inNetns returns bin and args to run bin in m's network namespace (nsenter joins the
+// network namespace only: mounts and PIDs stay the tier's), or unchanged for the one-node
+// tier.
+func (m *member) inNetns(bin string, args ...string) (string, []string) {
+	if m.netns == "" {
+		return bin, args
+	}
+	return "nsenter", append([]string{"--net=/run/netns/" + m.netns, "--", bin}, args...)
+}
+
+// procName is the log name of m's component (containerd, kubelet; -<node> when several).
+func (m *member) procName(component string) string {
+	if m.netns == "" {
+		return component
+	}
+	return component + "-" + m.Name
+}
+
+func (n *Node) startContainerd(ctx context.Context, m *member, archives []string) error {
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		return err
 	}
-	cni := filepath.Join(n.Dir, "cni")
+	cni := filepath.Join(m.dir, "cni")
 	if err := os.MkdirAll(cni, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(cni, "10-node-tier.conflist"), fmt.Appendf(nil, cniConfig, podCIDR), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cni, "10-node-tier.conflist"), fmt.Appendf(nil, cniConfig, m.bridge, m.ipamDir, m.PodCIDR), 0o644); err != nil {
 		return err
 	}
-	cfg := filepath.Join(n.Dir, "containerd.toml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, containerdConfig, filepath.Join(n.Dir, "containerd"), ctrdSock,
-		filepath.Join(n.Dir, "containerd-opt"), n.Images["pause"], runc, cniBinDir, cni), 0o644); err != nil {
+	cfg := filepath.Join(m.dir, "containerd.toml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, containerdConfig, filepath.Join(m.dir, "containerd"), m.state, m.sock,
+		filepath.Join(m.dir, "containerd-opt"), n.Images["pause"], runc, filepath.Join(m.state, "runc"), cniBinDir, cni), 0o644); err != nil {
 		return err
 	}
 	bin, err := exec.LookPath("containerd")
 	if err != nil {
 		return err
 	}
-	if n.ctrd, err = harness.StartProc(n.logs(), "containerd", bin, "--config", cfg); err != nil {
+	b, args := m.inNetns(bin, "--config", cfg)
+	if m.ctrd, err = harness.StartProc(n.logs(), m.procName("containerd"), b, args...); err != nil {
 		return err
 	}
 	if err := harness.Poll(ctx, 30*time.Second, "containerd serving", func() error {
-		if err := n.ctrd.Alive(); err != nil {
+		if err := m.ctrd.Alive(); err != nil {
 			return err
 		}
-		_, err := run(ctx, "ctr", "-a", ctrdSock, "version")
+		_, err := run(ctx, "ctr", "-a", m.sock, "version")
 		return err
 	}); err != nil {
 		return err
 	}
 	for _, a := range archives {
-		if _, err := run(ctx, "ctr", "-a", ctrdSock, "-n", "k8s.io", "images", "import", a); err != nil {
+		if _, err := run(ctx, "ctr", "-a", m.sock, "-n", "k8s.io", "images", "import", a); err != nil {
 			return fmt.Errorf("importing %s: %w", a, err)
 		}
 	}
@@ -131,12 +160,40 @@ func (n *Node) startRuntime(ctx context.Context) error {
 }
 
 func (n *Node) startKubelet(ctx context.Context) error {
+	for _, m := range n.members {
+		if err := n.startMemberKubelet(ctx, m); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
+	n.kubelet = n.members[0].kubelet
+	for _, m := range n.members {
+		if err := n.waitReady(ctx, m); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+func (n *Node) startMemberKubelet(ctx context.Context, m *member) error {
 	pk := n.pki.path
-	resolv := filepath.Join(n.Dir, "resolv.conf")
+	resolv := filepath.Join(m.dir, "resolv.conf")
 	if err := os.WriteFile(resolv, nil, 0o644); err != nil {
 		return err
 	}
-	cfg := filepath.Join(n.Dir, "kubelet.yaml")
+	// The multi-node tier's kubelets share the mount namespace: each keeps its pods' logs
+	// apart (a kubelet's garbage collection removes log folders of pods it does not know),
+	// and all but the first have a cgroup root of their own.
+	var extra string
+	if m.netns != "" {
+		extra += fmt.Sprintf("podLogsDirectory: %s\n", m.podLogs)
+	}
+	if m.cgroupRoot != "" {
+		if err := makeCgroupRoot(m.cgroupRoot); err != nil {
+			return err
+		}
+		extra += fmt.Sprintf("cgroupRoot: %s\n", m.cgroupRoot)
+	}
+	cfg := filepath.Join(m.dir, "kubelet.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -166,21 +223,30 @@ imageGCLowThresholdPercent: 99
 nodeStatusUpdateFrequency: 2s
 syncFrequency: 5s
 serializeImagePulls: false
-`, ctrdSock, NodeIP, pk("kubelet-serving.crt"), pk("kubelet-serving.key"), pk("ca.crt"), dnsIP, resolv), 0o644); err != nil {
+%s`, m.sock, m.IP, pk("kubelet-serving"+m.certName+".crt"), pk("kubelet-serving"+m.certName+".key"), pk("ca.crt"), dnsIP, resolv, extra), 0o644); err != nil {
 		return err
 	}
-	var err error
-	n.kubelet, err = n.start("kubelet", "--config="+cfg, "--kubeconfig="+filepath.Join(n.Dir, "kubelet.kubeconfig"),
-		"--root-dir="+filepath.Join(n.Dir, "kubelet"), "--cert-dir="+filepath.Join(n.Dir, "kubelet-pki"),
-		"--hostname-override="+NodeName, "--node-ip="+NodeIP, "--v=1")
+	bin, err := tool("kubelet")
 	if err != nil {
 		return err
 	}
+	b, args := m.inNetns(bin, "--config="+cfg, "--kubeconfig="+filepath.Join(m.dir, "kubelet.kubeconfig"),
+		"--root-dir="+filepath.Join(m.dir, "kubelet"), "--cert-dir="+filepath.Join(m.dir, "kubelet-pki"),
+		"--hostname-override="+m.Name, "--node-ip="+m.IP, "--v=1")
+	if m.kubelet, err = harness.StartProc(n.logs(), m.procName("kubelet"), b, args...); err != nil {
+		return err
+	}
+	n.procs = append(n.procs, m.kubelet)
+	return nil
+}
+
+// waitReady waits until m's node is Ready and untainted.
+func (n *Node) waitReady(ctx context.Context, m *member) error {
 	return harness.Poll(ctx, 90*time.Second, "node Ready", func() error {
-		if err := n.kubelet.Alive(); err != nil {
+		if err := m.kubelet.Alive(); err != nil {
 			return err
 		}
-		node, err := n.Clientset.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		node, err := n.Clientset.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -223,20 +289,20 @@ func (n *Node) deleteAllPods(ctx context.Context) {
 
 // killContainers kills and removes whatever task containerd still runs (a kubelet that
 // died early leaves its pods).
-func (n *Node) killContainers(ctx context.Context) {
-	if n.ctrd == nil || n.ctrd.Alive() != nil {
+func (m *member) killContainers(ctx context.Context) {
+	if m.ctrd == nil || m.ctrd.Alive() != nil {
 		return
 	}
-	out, err := run(ctx, "ctr", "-a", ctrdSock, "-n", "k8s.io", "tasks", "ls", "-q")
+	out, err := run(ctx, "ctr", "-a", m.sock, "-n", "k8s.io", "tasks", "ls", "-q")
 	if err != nil {
 		return
 	}
 	for _, id := range strings.Fields(out) {
-		_, _ = run(ctx, "ctr", "-a", ctrdSock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", id)
+		_, _ = run(ctx, "ctr", "-a", m.sock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", id)
 	}
 	for _, id := range strings.Fields(out) {
 		_ = harness.Poll(ctx, 5*time.Second, "task deleted", func() error {
-			_, err := run(ctx, "ctr", "-a", ctrdSock, "-n", "k8s.io", "tasks", "rm", "-f", id)
+			_, err := run(ctx, "ctr", "-a", m.sock, "-n", "k8s.io", "tasks", "rm", "-f", id)
 			return err
 		})
 	}

@@ -191,3 +191,7 @@ func (p *svcProxy) stop() {
 		p.dns.Close()
 	}
 }
+
+// Endpoint is the address the service stand-in would forward a new connection for the
+// named port of Service ns/svc to, or "" when it has no Ready endpoint.
+func (n *Node) Endpoint(ns, svc, portName string) string { return n.proxy.endpoint(ns, svc, portName) }

@@ -55,7 +55,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, clk clock.PassiveClock, state 
 	if err != nil {
 		return nil, fmt.Errorf("creating the understudy cache: %w", err)
 	}
-	if err := mgr.Add(uc); err != nil {
+	// Every replica: the eviction webhook reads this cache and the index it feeds. cache.New
+	// returns a delegating cache here (ByObject), which does not say that it needs no
+	// leader, and the manager starts such a runnable on the leader only: a non-leader's
+	// index stayed empty and its webhook let every protected eviction through (found by
+	// the two-node tier, test/twonode).
+	if err := mgr.Add(everyReplica{uc}); err != nil {
 		return nil, err
 	}
 	idx := NewIndex()
@@ -99,6 +104,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, clk clock.PassiveClock, state 
 	mgr.GetWebhookServer().Register(ballastv1.EvictionWebhookPath, &admission.Webhook{Handler: p.Evictions})
 	return p, nil
 }
+
+// everyReplica runs a cache on every replica, leader or not.
+type everyReplica struct{ cache.Cache }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 func upsert(idx *Index, obj any) {
 	if u, ok := obj.(*ballastv1.Understudy); ok {
