@@ -64,6 +64,7 @@ func TestTwoNode(t *testing.T) {
 	}{
 		{"network", testNetwork},
 		{"install", testInstall},
+		{"node-b-measured", testNodeBMeasured},
 		{"singleton", testSingleton},
 		{"rollout", testRollout},
 		{"drain-understudy", testDrainUnderstudy},
@@ -74,7 +75,7 @@ func TestTwoNode(t *testing.T) {
 	}
 	defer func() {
 		if t.Failed() && installed {
-			for _, ns := range []string{appNS, relocNS} {
+			for _, ns := range []string{appNS, relocNS, measureNS} {
 				_ = n.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 			}
 			_, _ = helmErr("uninstall", release, "-n", namespace, "--wait", "--timeout", "1m")
@@ -632,6 +633,11 @@ defaultClusterResourcePolicy:
   behaviors:
     resize:
       interval: 5s
+# kubectl ballast node reaches each agent through the API server's pods/proxy.
+agent:
+  debug:
+    proxy:
+      enabled: true
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -259,6 +259,9 @@ $(VAR) references are expanded by the kubelet.
 */}}
 {{- define "ballast.agent.args" -}}
 - --cgroup-root=/host/sys/fs/cgroup
+{{- with .Values.agent.cgroupRoot }}
+- --kubelet-cgroup-root={{ . }}
+{{- end }}
 - --kubelet-url=https://$(NODE_IP):{{ .Values.agent.kubelet.port }}
 - --kubelet-token-file=/var/run/secrets/kubernetes.io/serviceaccount/token
 {{- if .Values.agent.kubelet.insecureSkipVerify }}

@@ -19,6 +19,7 @@ import (
 	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/discovery"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/kubelet"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/source"
 	"github.com/ballastk8s/ballast/pkg/series"
 	"github.com/ballastk8s/ballast/pkg/store"
@@ -33,6 +34,7 @@ type Agent struct {
 	now   func() time.Time
 	disco *discovery.Watcher
 	cg    *cgroup.Reader // the rooted reader every cgroup read goes through
+	kroot kubeletRoot    // the kubelet cgroupRoot pods are looked for below, and its origin
 	units *source.Units  // every source's metrics and health
 	buf   *buffer.Buffer
 	st    *state
@@ -85,9 +87,23 @@ func New(o *Options, cfg *rest.Config, sources ...SourceBuilder) (*Agent, error)
 	copts := cgroup.Options{Driver: map[string]cgroup.Driver{"auto": cgroup.DriverAuto, "systemd": cgroup.DriverSystemd,
 		"cgroupfs": cgroup.DriverCgroupfs}[o.CgroupDriver],
 		Version: map[string]cgroup.Version{"auto": cgroup.VersionAuto, "v1": cgroup.V1, "v2": cgroup.V2}[o.CgroupVersion]}
+	var kc cgroupConfigReader
+	if o.KubeletURL != "" && o.KubeletCgroupRoot == "" {
+		c, err := kubelet.NewClient(kubelet.Config{URL: o.KubeletURL, TokenFile: o.KubeletTokenFile, CAFile: o.KubeletCAFile,
+			InsecureSkipVerify: o.KubeletInsecureSkipVerify})
+		if err != nil {
+			return nil, err
+		}
+		kc = c
+	}
+	if a.kroot, err = resolveKubeletRoot(context.Background(), o.KubeletCgroupRoot, kc); err != nil {
+		return nil, err
+	}
+	copts.Root = a.kroot.root
 	if a.cg, err = cgroup.Open(o.CgroupRoot, copts); err != nil {
 		return nil, err
 	}
+	a.checkKubeletRoot()
 	if err := a.addSources(sources); err != nil {
 		return nil, err
 	}
@@ -127,7 +143,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.log.Info("starting", "node", a.o.NodeName, "cgroup", a.cg.Version().String(), "cgroupRoot", a.o.CgroupRoot,
+	a.log.Info("starting", "node", a.o.NodeName, "cgroup", a.cg.Version().String(), "cgroupRoot", a.o.CgroupRoot, "kubeletCgroupRoot", a.kroot.String(),
 		"kubelet", a.o.KubeletURL, "store", store.RedactURL(a.o.RedisURL), "debug", a.o.DebugBindAddress, "debugAuth", a.o.DebugAuth, "debugProxy", a.o.DebugProxyBindAddress,
 		"debugServiceAccount", a.o.DebugServiceAccount)
 	errc := make(chan error, 8)

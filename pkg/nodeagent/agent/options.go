@@ -16,6 +16,7 @@ import (
 
 	"github.com/ballastk8s/ballast/pkg/cli"
 	"github.com/ballastk8s/ballast/pkg/logging"
+	"github.com/ballastk8s/ballast/pkg/nodeagent/cgroup"
 	"github.com/ballastk8s/ballast/pkg/nodeagent/debug"
 	"github.com/ballastk8s/ballast/pkg/store"
 )
@@ -41,9 +42,12 @@ type Options struct {
 	// BALLAST_STORE_PASSWORD, never a flag); its URL is RedisURL.
 	Store store.Config
 
-	CgroupRoot    string
-	CgroupDriver  string
-	CgroupVersion string
+	CgroupRoot string
+	// KubeletCgroupRoot is the kubelet's cgroupRoot (its --cgroup-root), below which its
+	// pods' cgroups are; "" reads it from the kubelet's /configz, else the hierarchy root.
+	KubeletCgroupRoot string
+	CgroupDriver      string
+	CgroupVersion     string
 
 	KubeletURL                string
 	KubeletTokenFile          string
@@ -142,6 +146,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	str(&o.RedisURL, "redis-url", "store URL, redis:// or rediss:// (env REDIS_URL); give the password with --store-password-file")
 	o.Store.AddFlags(fs)
 	str(&o.CgroupRoot, "cgroup-root", "host cgroup hierarchy as mounted into the agent")
+	str(&o.KubeletCgroupRoot, "kubelet-cgroup-root", `the kubelet's cgroupRoot, e.g. /custom or /a.slice/a-b.slice ("": read it from the kubelet's /configz, else "/")`)
 	str(&o.CgroupDriver, "cgroup-driver", "kubelet cgroup driver: auto, systemd or cgroupfs")
 	str(&o.CgroupVersion, "cgroup-version", "cgroup hierarchy version: auto, v1 or v2")
 	str(&o.KubeletURL, "kubelet-url", `local kubelet, https://host:10250 (default from env NODE_IP; "" disables the Summary source)`)
@@ -183,6 +188,11 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.StoreConfig().ValidateFlags())
 	if o.CgroupRoot == "" {
 		errs = append(errs, errors.New("--cgroup-root must not be empty"))
+	}
+	if o.KubeletCgroupRoot != "" {
+		if _, err := cgroup.ParseRoot(o.KubeletCgroupRoot); err != nil {
+			errs = append(errs, fmt.Errorf("--kubelet-cgroup-root: %w", err))
+		}
 	}
 	oneOf := func(flag, v string, allowed ...string) {
 		for _, a := range allowed {

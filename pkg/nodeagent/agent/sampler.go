@@ -23,7 +23,7 @@ func (src *cgroupSource) Name() string { return sourceCgroup }
 
 func (src *cgroupSource) Detail() string {
 	a := src.a
-	return "cgroup " + a.cg.Version().String() + " at " + a.o.CgroupRoot + " (driver " + a.o.CgroupDriver + ")"
+	return "cgroup " + a.cg.Version().String() + " at " + a.o.CgroupRoot + " (driver " + a.o.CgroupDriver + "), kubelet cgroupRoot " + a.kroot.String()
 }
 
 func (src *cgroupSource) Signals() []string {

@@ -199,3 +199,29 @@ func FuzzParseContainerID(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseRoot: whatever a kubelet cgroupRoot says, an accepted root only ever yields
+// paths inside the hierarchy, and a rejected one wraps ErrBadIdentifier.
+func FuzzParseRoot(f *testing.F) {
+	for _, s := range []string{"/", "/custom", "/a.slice/a-b.slice", "/../etc", "x.slice", "/a//b/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		root, err := ParseRoot(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadIdentifier) {
+				t.Fatalf("error %v does not wrap ErrBadIdentifier", err)
+			}
+			return
+		}
+		for _, d := range []Driver{DriverSystemd, DriverCgroupfs} {
+			dir, err := PodDirIn(root, d, uidB, Burstable)
+			if err != nil {
+				t.Fatalf("accepted root %q rejected by layout: %v", root, err)
+			}
+			if !safeRelPath(dir) {
+				t.Fatalf("unsafe path %q from %q", dir, s)
+			}
+		}
+	})
+}

@@ -88,18 +88,125 @@ func safeName(s string) bool {
 	return true
 }
 
+// Root is the kubelet's cgroupRoot (its --cgroup-root) as cgroup-name components: nil for
+// the hierarchy root (the default "/"), {"custom"} for "/custom", {"a", "b"} for "/a/b" or,
+// in systemd form, "/a.slice/a-b.slice". The kubelet puts its pods below
+// <cgroupRoot>/kubepods (cgroupfs naming) or the matching systemd slices.
+type Root []string
+
+// maxRootDepth bounds the components of a Root.
+const maxRootDepth = 16
+
+// ParseRoot parses a kubelet cgroupRoot. "" and "/" are the hierarchy root. A path whose last
+// element ends in ".slice" is read in systemd form (the last slice names the whole chain:
+// "a-b.slice" is {"a", "b"}, '_' standing for an escaped '-'); any other path in cgroupfs
+// form, one component per element. Components are letters, digits, '-', '_' or '.', never
+// "." or ".."; anything else is rejected, so a root can never name a directory outside
+// the hierarchy.
+func ParseRoot(s string) (Root, error) {
+	var parts []string
+	for _, p := range strings.Split(s, "/") {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	if last := parts[len(parts)-1]; strings.HasSuffix(last, ".slice") && last != ".slice" {
+		chain := strings.Split(strings.TrimSuffix(last, ".slice"), "-")
+		// Every element must be the prefix slice of the next: /a.slice/a-b.slice.
+		for i, p := range parts {
+			want := strings.Join(chain[:min(i+1, len(chain))], "-") + ".slice"
+			if i >= len(chain) || p != want {
+				return nil, fmt.Errorf("%w: cgroup root %q: systemd slice %q is not %q", ErrBadIdentifier, truncate(s), truncate(p), truncate(want))
+			}
+		}
+		parts = make([]string, len(chain))
+		for i, c := range chain {
+			parts[i] = strings.ReplaceAll(c, "_", "-")
+		}
+	}
+	if len(parts) > maxRootDepth {
+		return nil, fmt.Errorf("%w: cgroup root %q: more than %d levels", ErrBadIdentifier, truncate(s), maxRootDepth)
+	}
+	for _, p := range parts {
+		if !safeRootName(p) {
+			return nil, fmt.Errorf("%w: cgroup root %q: element %q", ErrBadIdentifier, truncate(s), truncate(p))
+		}
+	}
+	return Root(parts), nil
+}
+
+// safeRootName: a safeName that may also hold '.', but is not "." or "..".
+func safeRootName(s string) bool {
+	if s == "." || s == ".." {
+		return false
+	}
+	return safeName(strings.ReplaceAll(s, ".", "_"))
+}
+
+// String is the root in cgroupfs form ("/" for the hierarchy root).
+func (r Root) String() string { return "/" + strings.Join(r, "/") }
+
+// dirs returns the directory of each name in chain below the hierarchy root: cgroupfs
+// nests the names as they are; systemd nests one slice per level, each named after the
+// whole chain so far with '-' inside a name escaped to '_' (a-b.slice/a-b-c.slice), which
+// is how the kubelet's CgroupName.ToSystemd names them.
+func dirs(d Driver, chain []string) string {
+	if d != DriverSystemd {
+		return path.Join(chain...)
+	}
+	var out []string
+	prefix := ""
+	for _, c := range chain {
+		c = strings.ReplaceAll(c, "-", "_")
+		if prefix != "" {
+			c = prefix + "-" + c
+		}
+		prefix = c
+		out = append(out, c+".slice")
+	}
+	return path.Join(out...)
+}
+
+// KubepodsDir returns the directory holding all pods (the node-allocatable cgroup) below
+// the hierarchy root: kubepods or kubepods.slice for the root "/",
+// custom/kubepods or custom.slice/custom-kubepods.slice for "/custom".
+func KubepodsDir(root Root, d Driver) (string, error) {
+	if d != DriverSystemd && d != DriverCgroupfs {
+		return "", fmt.Errorf("%w: driver %q (want systemd or cgroupfs)", ErrBadIdentifier, d)
+	}
+	return dirs(d, append(append([]string(nil), root...), "kubepods")), nil
+}
+
 // PodDir returns the pod's cgroup directory relative to a hierarchy root (the unified root
-// on v2, a controller's root on v1), as the kubelet names it:
+// on v2, a controller's root on v1) for a kubelet whose cgroupRoot is the hierarchy root.
+// See PodDirIn.
+func PodDir(d Driver, podUID string, qos QOSClass) (string, error) {
+	return PodDirIn(nil, d, podUID, qos)
+}
+
+// PodDirIn returns the pod's cgroup directory relative to a hierarchy root (the unified
+// root on v2, a controller's root on v1), as a kubelet with cgroupRoot root names it.
+// With root "/":
 //
 //	systemd,  Guaranteed: kubepods.slice/kubepods-pod<uid_>.slice
 //	systemd,  Burstable:  kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice
 //	cgroupfs, Guaranteed: kubepods/pod<uid>
 //	cgroupfs, BestEffort: kubepods/besteffort/pod<uid>
 //
-// systemd names replace the UID's '-' with '_' (a '-' separates slice levels).
-func PodDir(d Driver, podUID string, qos QOSClass) (string, error) {
+// With root "/custom" the same below custom/ (cgroupfs) or custom.slice/ with every slice
+// name prefixed "custom-" (systemd). systemd names replace the UID's '-' with '_' (a '-'
+// separates slice levels).
+func PodDirIn(root Root, d Driver, podUID string, qos QOSClass) (string, error) {
 	if !safeName(podUID) {
 		return "", fmt.Errorf("%w: pod UID %q", ErrBadIdentifier, truncate(podUID))
+	}
+	for _, c := range root {
+		if !safeRootName(c) {
+			return "", fmt.Errorf("%w: cgroup root element %q", ErrBadIdentifier, truncate(c))
+		}
 	}
 	var qosName string
 	switch qos {
@@ -111,19 +218,14 @@ func PodDir(d Driver, podUID string, qos QOSClass) (string, error) {
 	default:
 		return "", fmt.Errorf("%w: QoS class %q", ErrBadIdentifier, truncate(string(qos)))
 	}
-	switch d {
-	case DriverSystemd:
-		uid := strings.ReplaceAll(podUID, "-", "_")
-		if qosName == "" {
-			return path.Join("kubepods.slice", "kubepods-pod"+uid+".slice"), nil
-		}
-		parent := "kubepods-" + qosName
-		return path.Join("kubepods.slice", parent+".slice", parent+"-pod"+uid+".slice"), nil
-	case DriverCgroupfs:
-		return path.Join("kubepods", qosName, "pod"+podUID), nil
-	default:
+	if d != DriverSystemd && d != DriverCgroupfs {
 		return "", fmt.Errorf("%w: driver %q (want systemd or cgroupfs)", ErrBadIdentifier, d)
 	}
+	chain := append(append([]string(nil), root...), "kubepods")
+	if qosName != "" {
+		chain = append(chain, qosName)
+	}
+	return dirs(d, append(chain, "pod"+podUID)), nil
 }
 
 // systemdScopePrefix maps a CRI runtime to the prefix of its systemd scope unit.
@@ -138,7 +240,12 @@ var systemdScopePrefix = map[string]string{
 // "<prefix>-<id>.scope" whose prefix depends on the runtime (cri-containerd, crio, docker;
 // all are tried for an unknown runtime); with cgroupfs it is "<id>" (CRI-O: "crio-<id>").
 func ContainerDirCandidates(d Driver, podUID string, qos QOSClass, id ContainerID) ([]string, error) {
-	pod, err := PodDir(d, podUID, qos)
+	return ContainerDirCandidatesIn(nil, d, podUID, qos, id)
+}
+
+// ContainerDirCandidatesIn is ContainerDirCandidates for a kubelet with cgroupRoot root.
+func ContainerDirCandidatesIn(root Root, d Driver, podUID string, qos QOSClass, id ContainerID) ([]string, error) {
+	pod, err := PodDirIn(root, d, podUID, qos)
 	if err != nil {
 		return nil, err
 	}

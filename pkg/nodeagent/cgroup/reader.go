@@ -20,6 +20,9 @@ type Options struct {
 	Version Version
 	// Driver forces the cgroup driver; DriverAuto tries systemd, then cgroupfs.
 	Driver Driver
+	// Root is the kubelet's cgroupRoot: pods are looked for below it (nil: the hierarchy
+	// root, the kubelet's default).
+	Root Root
 }
 
 // Reader reads cgroup files below one root directory (production: /sys/fs/cgroup; tests:
@@ -32,6 +35,8 @@ type Reader struct {
 	dir     string
 	version Version
 	driver  Driver
+	// kroot is the kubelet's cgroupRoot inside the hierarchy.
+	kroot Root
 	// cpuCtl and memCtl are the v1 controller directories below the root ("" on v2).
 	cpuCtl, memCtl string
 }
@@ -53,7 +58,7 @@ func Open(dir string, opts Options) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening cgroup root %s: %w", dir, err)
 	}
-	r := &Reader{root: root, dir: dir, version: opts.Version, driver: opts.Driver}
+	r := &Reader{root: root, dir: dir, version: opts.Version, driver: opts.Driver, kroot: opts.Root}
 	if r.version == VersionAuto {
 		r.version = detectVersion(root)
 		if r.version == VersionAuto {
@@ -98,6 +103,32 @@ func firstDir(root *os.Root, names ...string) string {
 // Close releases the root directory.
 func (r *Reader) Close() error { return r.root.Close() }
 
+// KubeletRoot is the kubelet cgroupRoot pods are looked for below.
+func (r *Reader) KubeletRoot() Root { return r.kroot }
+
+// CheckRoot verifies that the kubelet's pod cgroup (kubepods below the kubelet cgroupRoot,
+// for the forced driver or either) exists, so a wrong root is reported once, clearly,
+// rather than as every pod's ErrNotFound. The error wraps ErrNotFound and names every
+// directory tried.
+func (r *Reader) CheckRoot() error {
+	var tried []string
+	for _, d := range r.drivers() {
+		dir, err := KubepodsDir(r.kroot, d)
+		if err != nil {
+			return err
+		}
+		if r.version == V1 {
+			dir = path.Join(r.memCtl, dir)
+		}
+		if isDir(r.root, dir) {
+			return nil
+		}
+		tried = append(tried, dir)
+	}
+	return fmt.Errorf("kubelet cgroup root %s: none of %s exists under %s (is the kubelet's cgroupRoot %s?): %w",
+		r.kroot, strings.Join(tried, ", "), r.dir, r.kroot, ErrNotFound)
+}
+
 // Version is the hierarchy version in use.
 func (r *Reader) Version() Version { return r.version }
 
@@ -133,7 +164,7 @@ func isDir(root *os.Root, name string) bool {
 // LocatePod finds the pod-level cgroup of a pod.
 func (r *Reader) LocatePod(podUID string, qos QOSClass) (Location, error) {
 	for _, d := range r.drivers() {
-		dir, err := PodDir(d, podUID, qos)
+		dir, err := PodDirIn(r.kroot, d, podUID, qos)
 		if err != nil {
 			return Location{}, fmt.Errorf("locating pod %s cgroup: %w", podUID, err)
 		}
@@ -152,7 +183,7 @@ func (r *Reader) LocateContainer(podUID string, qos QOSClass, containerID string
 		return Location{}, fmt.Errorf("locating container cgroup of pod %s: %w", podUID, err)
 	}
 	for _, d := range r.drivers() {
-		candidates, err := ContainerDirCandidates(d, podUID, qos, id)
+		candidates, err := ContainerDirCandidatesIn(r.kroot, d, podUID, qos, id)
 		if err != nil {
 			return Location{}, fmt.Errorf("locating container %s of pod %s: %w", truncate(id.ID), podUID, err)
 		}

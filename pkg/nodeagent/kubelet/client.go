@@ -37,8 +37,9 @@ const (
 var (
 	// ErrUnauthorized: the kubelet answered 401 (token missing, expired or rejected).
 	ErrUnauthorized = errors.New("kubelet rejected the bearer token (401)")
-	// ErrForbidden: the kubelet answered 403 (the service account lacks nodes/stats).
-	ErrForbidden = errors.New("kubelet denied access to /stats/summary (403)")
+	// ErrForbidden: the kubelet answered 403 (the service account lacks nodes/stats for
+	// /stats/summary, nodes/configz for /configz).
+	ErrForbidden = errors.New("kubelet denied access (403)")
 	// ErrStatus: any other non-200 answer.
 	ErrStatus = errors.New("unexpected kubelet status")
 )
@@ -67,6 +68,7 @@ type Config struct {
 // concurrent use.
 type Client struct {
 	url   string
+	base  string
 	http  *http.Client
 	token *tokenFile
 }
@@ -107,6 +109,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		url:  strings.TrimSuffix(u.String(), "/") + "/stats/summary",
+		base: strings.TrimSuffix(u.String(), "/"),
 		http: &http.Client{Transport: transport, Timeout: cfg.Timeout},
 	}
 	if cfg.TokenFile != "" {
@@ -119,49 +122,54 @@ func NewClient(cfg Config) (*Client, error) {
 // if the token changed (rotated between the stat and the request), retries once. Errors
 // carry their kind (source.KindOf).
 func (c *Client) Fetch(ctx context.Context) ([]byte, error) {
-	body, usedToken, err := c.fetchOnce(ctx)
+	return c.get(ctx, c.url)
+}
+
+// get fetches u with the bearer token, retrying once on a 401 with a rotated token.
+func (c *Client) get(ctx context.Context, u string) ([]byte, error) {
+	body, usedToken, err := c.fetchOnce(ctx, u)
 	if errors.Is(err, ErrUnauthorized) && c.token != nil {
 		fresh, terr := c.token.get(true)
 		if terr == nil && fresh != usedToken {
-			body, _, err = c.fetchOnce(ctx)
+			body, _, err = c.fetchOnce(ctx, u)
 		}
 	}
 	return body, err
 }
 
-func (c *Client) fetchOnce(ctx context.Context) ([]byte, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+func (c *Client) fetchOnce(ctx context.Context, u string) ([]byte, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, "", fmt.Errorf("building summary request: %w", err)
+		return nil, "", fmt.Errorf("building kubelet request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
 	var token string
 	if c.token != nil {
 		if token, err = c.token.get(false); err != nil {
-			return nil, "", source.Fail(KindTokenError, fmt.Errorf("fetching %s: %w", c.url, err))
+			return nil, "", source.Fail(KindTokenError, fmt.Errorf("fetching %s: %w", u, err))
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, token, source.Fail(KindTransportError, fmt.Errorf("fetching %s: %w", c.url, err))
+		return nil, token, source.Fail(KindTransportError, fmt.Errorf("fetching %s: %w", u, err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
 	if err != nil {
-		return nil, token, source.Fail(KindTransportError, fmt.Errorf("reading %s: %w", c.url, err))
+		return nil, token, source.Fail(KindTransportError, fmt.Errorf("reading %s: %w", u, err))
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusUnauthorized:
-		return nil, token, source.Fail(KindUnauthorized, fmt.Errorf("fetching %s: %w", c.url, ErrUnauthorized))
+		return nil, token, source.Fail(KindUnauthorized, fmt.Errorf("fetching %s: %w", u, ErrUnauthorized))
 	case http.StatusForbidden:
-		return nil, token, source.Fail(KindForbidden, fmt.Errorf("fetching %s: %w: %s", c.url, ErrForbidden, snippet(body)))
+		return nil, token, source.Fail(KindForbidden, fmt.Errorf("fetching %s: %w: %s", u, ErrForbidden, snippet(body)))
 	default:
-		return nil, token, source.Fail(KindHTTPError, fmt.Errorf("fetching %s: %w %d: %s", c.url, ErrStatus, resp.StatusCode, snippet(body)))
+		return nil, token, source.Fail(KindHTTPError, fmt.Errorf("fetching %s: %w %d: %s", u, ErrStatus, resp.StatusCode, snippet(body)))
 	}
 	if len(body) > maxBodyBytes {
-		return nil, token, source.Fail(KindHTTPError, fmt.Errorf("fetching %s: body larger than %d bytes", c.url, maxBodyBytes))
+		return nil, token, source.Fail(KindHTTPError, fmt.Errorf("fetching %s: body larger than %d bytes", u, maxBodyBytes))
 	}
 	return body, token, nil
 }

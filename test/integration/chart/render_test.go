@@ -498,6 +498,7 @@ func checkAgent(t *testing.T, m *manifests) {
 		{APIGroups: []string{g}, Resources: []string{"ballastconfigs", "metricssources", "clusterresourcepolicies", "resourcepolicies", "workloadprofiles"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes/stats"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes/configz"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 	}
 	if diff := cmp.Diff(want, cr.Rules); diff != "" {

@@ -247,6 +247,9 @@ type kubeletStub struct {
 	mu                sync.Mutex
 	pods              map[string]*stubPod
 	requests          int
+	// configz, when set, is served as the body of GET /configz (else 404, like a kubelet
+	// that denies it).
+	configz string
 }
 
 type stubPod struct {
@@ -300,6 +303,18 @@ func (k *kubeletStub) served() int {
 }
 
 func (k *kubeletStub) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/configz" {
+		k.mu.Lock()
+		body := k.configz
+		k.mu.Unlock()
+		if body == "" || r.Header.Get("Authorization") != "Bearer "+k.token {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body))
+		return
+	}
 	if r.URL.Path != "/stats/summary" {
 		http.NotFound(w, r)
 		return
