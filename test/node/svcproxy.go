@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sort"
+	"strings"
 	"strconv"
 	"sync"
 	"time"
@@ -205,4 +206,36 @@ func EndpointsString(addrs []string, ready bool) string {
 		return fmt.Sprintf("terminating %v", addrs)
 	}
 	return fmt.Sprintf("%v", addrs)
+}
+
+// EndpointsDetail formats every EndpointSlice of Service ns/svc with each endpoint's
+// conditions (r ready, s serving, t terminating), for a log of what the stand-in saw.
+func (n *Node) EndpointsDetail(ns, svc string) string {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc})
+	slices, err := n.proxy.slices.EndpointSlices(ns).List(sel)
+	if err != nil {
+		return err.Error()
+	}
+	sort.Slice(slices, func(i, j int) bool { return slices[i].Name < slices[j].Name })
+	var parts []string
+	for _, s := range slices {
+		var eps []string
+		for _, e := range s.Endpoints {
+			c, flags := e.Conditions, ""
+			for _, f := range []struct {
+				v *bool
+				l string
+			}{{c.Ready, "r"}, {c.Serving, "s"}, {c.Terminating, "t"}} {
+				switch {
+				case f.v == nil:
+					flags += f.l + "?"
+				case *f.v:
+					flags += f.l
+				}
+			}
+			eps = append(eps, fmt.Sprintf("%v(%s)", e.Addresses, flags))
+		}
+		parts = append(parts, fmt.Sprintf("%s{%s}", s.Name, strings.Join(eps, " ")))
+	}
+	return strings.Join(parts, " ")
 }

@@ -115,7 +115,7 @@ func rolloutUnderProbe(t *testing.T, ctx context.Context, dep *appsv1.Deployment
 				empty += now.Sub(lastAt)
 			}
 			if ep != last {
-				transitions = append(transitions, fmt.Sprintf("%s: %s → %s", since(patched, now), last, ep))
+				transitions = append(transitions, fmt.Sprintf("%s: %s → %s (slices: %s)", since(patched, now), last, ep, n.EndpointsDetail(ns, name)))
 			}
 			mu.Unlock()
 			last, lastReady, lastEmpty, lastAt = ep, ready, len(addrs) == 0, now

@@ -338,7 +338,7 @@ func disrupt(t *testing.T, ctx context.Context, name string, action func(nodeNam
 				unready += now.Sub(lastAt)
 			}
 			if ep != last {
-				transitions = append(transitions, fmt.Sprintf("%s: %s → %s", rel(began, now), last, ep))
+				transitions = append(transitions, fmt.Sprintf("%s: %s → %s (slices: %s)", rel(began, now), last, ep, n.EndpointsDetail(appNS, appName)))
 			}
 			mu.Unlock()
 			last, lastReady, lastAt = ep, ready, now
