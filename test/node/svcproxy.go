@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"sort"
-	"strings"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
