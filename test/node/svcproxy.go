@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,12 +19,16 @@ import (
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	listersdiscoveryv1 "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ballastk8s/ballast/test/node/svcpick"
 )
 
 // svcProxy is a STAND-IN for kube-proxy and cluster DNS (this machine has no netfilter
 // tooling for kube-proxy, and no DNS server package): for every ClusterIP Service it puts
-// the cluster IP on the namespace's loopback and forwards each TCP connection to a ready
-// endpoint from the EndpointSlices, and it answers A queries for
+// the cluster IP on the namespace's loopback and forwards each TCP connection to an endpoint
+// from the EndpointSlices picked as kube-proxy picks one (uniformly at random among the
+// Ready endpoints, or among the serving, terminating ones when none is Ready: svcpick),
+// and it answers A queries for
 // <service>.<namespace>.svc.cluster.local on the cluster DNS IP. Pods reach both through
 // the CNI bridge's gateway, exactly where kube-proxy's rules would catch the packets.
 type svcProxy struct {
@@ -128,10 +135,12 @@ func (p *svcProxy) accept(l net.Listener, ns, svc, portName string) {
 	}
 }
 
-// forward connects c to the first ready endpoint of the service port.
+// forward connects c to an endpoint of the service port picked as kube-proxy picks one
+// (svcpick: uniformly at random among the Ready endpoints; only when none is Ready, among
+// the serving, terminating ones).
 func (p *svcProxy) forward(c net.Conn, ns, svc, portName string) {
 	defer c.Close()
-	target := p.endpoint(ns, svc, portName)
+	target := svcpick.Pick(p.endpoints(ns, svc, portName), rand.IntN)
 	if target == "" {
 		return
 	}
@@ -146,25 +155,13 @@ func (p *svcProxy) forward(c net.Conn, ns, svc, portName string) {
 	<-done
 }
 
-func (p *svcProxy) endpoint(ns, svc, portName string) string {
+func (p *svcProxy) endpoints(ns, svc, portName string) []svcpick.Endpoint {
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc})
 	slices, err := p.slices.EndpointSlices(ns).List(sel)
 	if err != nil {
-		return ""
+		return nil
 	}
-	for _, s := range slices {
-		for _, port := range s.Ports {
-			if port.Port == nil || (port.Name != nil && *port.Name != portName) || (port.Name == nil && portName != "") {
-				continue
-			}
-			for _, e := range s.Endpoints {
-				if (e.Conditions.Ready == nil || *e.Conditions.Ready) && len(e.Addresses) > 0 {
-					return net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*port.Port)))
-				}
-			}
-		}
-	}
-	return ""
+	return svcpick.FromSlices(slices, portName)
 }
 
 // lookup returns the cluster IP of <svc>.<ns>.svc.cluster.local.
@@ -192,6 +189,53 @@ func (p *svcProxy) stop() {
 	}
 }
 
-// Endpoint is the address the service stand-in would forward a new connection for the
-// named port of Service ns/svc to, or "" when it has no Ready endpoint.
-func (n *Node) Endpoint(ns, svc, portName string) string { return n.proxy.endpoint(ns, svc, portName) }
+// Endpoints returns the addresses the service stand-in picks from at random for a new
+// connection to the named port of Service ns/svc (sorted), and whether they are Ready
+// endpoints; ready is false when there is none or when none is Ready and these are the
+// serving, terminating fallback (see svcpick).
+func (n *Node) Endpoints(ns, svc, portName string) (addrs []string, ready bool) {
+	addrs, ready = svcpick.Candidates(n.proxy.endpoints(ns, svc, portName))
+	sort.Strings(addrs)
+	return addrs, ready
+}
+
+// EndpointsString formats Endpoints' answer for a log: "[]", "[a b]", or
+// "terminating [a]" for the fallback.
+func EndpointsString(addrs []string, ready bool) string {
+	if !ready && len(addrs) > 0 {
+		return fmt.Sprintf("terminating %v", addrs)
+	}
+	return fmt.Sprintf("%v", addrs)
+}
+
+// EndpointsDetail formats every EndpointSlice of Service ns/svc with each endpoint's
+// conditions (r ready, s serving, t terminating), for a log of what the stand-in saw.
+func (n *Node) EndpointsDetail(ns, svc string) string {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc})
+	slices, err := n.proxy.slices.EndpointSlices(ns).List(sel)
+	if err != nil {
+		return err.Error()
+	}
+	sort.Slice(slices, func(i, j int) bool { return slices[i].Name < slices[j].Name })
+	var parts []string
+	for _, s := range slices {
+		var eps []string
+		for _, e := range s.Endpoints {
+			c, flags := e.Conditions, ""
+			for _, f := range []struct {
+				v *bool
+				l string
+			}{{c.Ready, "r"}, {c.Serving, "s"}, {c.Terminating, "t"}} {
+				switch {
+				case f.v == nil:
+					flags += f.l + "?"
+				case *f.v:
+					flags += f.l
+				}
+			}
+			eps = append(eps, fmt.Sprintf("%v(%s)", e.Addresses, flags))
+		}
+		parts = append(parts, fmt.Sprintf("%s{%s}", s.Name, strings.Join(eps, " ")))
+	}
+	return strings.Join(parts, " ")
+}

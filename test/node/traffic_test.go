@@ -30,7 +30,7 @@ import (
 // pod is gone plus 3 s. Then the same again with the probe in burst mode (10 concurrent
 // requests every 1/3 s), so requests are in flight when the old pod drains. Recorded, not
 // asserted, for each: requests sent and failed with each
-// failure's time, the time the stand-in saw no Ready endpoint, the rollout duration and
+// failure's time, the time the stand-in saw no Ready endpoint (and no endpoint at all), the rollout duration and
 // the time until the old pod was gone. Asserted: the probe got at least 20 answers, the
 // rollout completed, and the Service then answers from the new pod.
 func testTrafficRollout(t *testing.T, ctx context.Context) {
@@ -86,15 +86,16 @@ func rolloutUnderProbe(t *testing.T, ctx context.Context, dep *appsv1.Deployment
 	if probe.Burst > 1 {
 		mode = fmt.Sprintf("burst %d × %g/s", probe.Burst, probe.Rate)
 	}
-	// What the stand-in sees: the endpoint it would forward a new connection to, every 20 ms.
+	// What the stand-in sees, every 20 ms: the endpoints it picks a new connection's from.
 	watchStop, watchDone := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
-	var unready time.Duration
+	var unready, empty time.Duration
 	var transitions []string
 	var patched time.Time
 	go func() {
 		defer close(watchDone)
-		last, lastAt := n.proxy.endpoint(ns, name, "http"), time.Now()
+		addrs, lastReady := n.Endpoints(ns, name, "http")
+		last, lastEmpty, lastAt := EndpointsString(addrs, lastReady), len(addrs) == 0, time.Now()
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -104,16 +105,20 @@ func rolloutUnderProbe(t *testing.T, ctx context.Context, dep *appsv1.Deployment
 			case <-tick.C:
 			}
 			now := time.Now()
-			ep := n.proxy.endpoint(ns, name, "http")
+			addrs, ready := n.Endpoints(ns, name, "http")
+			ep := EndpointsString(addrs, ready)
 			mu.Lock()
-			if last == "" {
+			if !lastReady {
 				unready += now.Sub(lastAt)
 			}
+			if lastEmpty {
+				empty += now.Sub(lastAt)
+			}
 			if ep != last {
-				transitions = append(transitions, fmt.Sprintf("%s: %q → %q", since(patched, now), last, ep))
+				transitions = append(transitions, fmt.Sprintf("%s: %s → %s (slices: %s)", since(patched, now), last, ep, n.EndpointsDetail(ns, name)))
 			}
 			mu.Unlock()
-			last, lastAt = ep, now
+			last, lastReady, lastEmpty, lastAt = ep, ready, len(addrs) == 0, now
 		}
 	}()
 
@@ -171,8 +176,8 @@ func rolloutUnderProbe(t *testing.T, ctx context.Context, dep *appsv1.Deployment
 		t.Logf("failure at %s: %s", since(patched, f.At), f.Err)
 	}
 	t.Logf("%s: stand-in endpoint changes (time from the patch): %s", mode, strings.Join(transitions, "; "))
-	t.Logf("traffic-rollout figures, %s: requests %d, failed %d, longest failure streak %d over %s; 0 Ready endpoints for %s; rollout %s; old pod gone after %s",
-		mode, r.Sent, r.Failed, r.LongestStreak, r.StreakSpan.Round(time.Millisecond), unready.Round(10*time.Millisecond),
+	t.Logf("traffic-rollout figures, %s: requests %d, failed %d, longest failure streak %d over %s; 0 Ready endpoints for %s (no endpoint at all for %s); rollout %s; old pod gone after %s",
+		mode, r.Sent, r.Failed, r.LongestStreak, r.StreakSpan.Round(time.Millisecond), unready.Round(10*time.Millisecond), empty.Round(10*time.Millisecond),
 		rolled.Round(100*time.Millisecond), drained.Round(100*time.Millisecond))
 	if r.Sent-r.Failed < 20 {
 		t.Errorf("%s: the probe got %d answers of %d requests; it saw no real traffic", mode, r.Sent-r.Failed, r.Sent)

@@ -97,7 +97,8 @@ func testRelocation(t *testing.T, ctx context.Context) {
 	var surged time.Time
 	go func() {
 		defer close(watchDone)
-		last, lastAt := n.Endpoint(relocNS, "mover", "http"), time.Now()
+		_, lastReady := n.Endpoints(relocNS, "mover", "http")
+		lastAt := time.Now()
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for i := 0; ; i++ {
@@ -107,9 +108,9 @@ func testRelocation(t *testing.T, ctx context.Context) {
 			case <-tick.C:
 			}
 			now := time.Now()
-			ep := n.Endpoint(relocNS, "mover", "http")
+			_, ready := n.Endpoints(relocNS, "mover", "http")
 			mu.Lock()
-			if last == "" {
+			if !lastReady {
 				unready += now.Sub(lastAt)
 			}
 			if i%5 == 0 && surged.IsZero() { // every 100 ms: the surge
@@ -119,7 +120,7 @@ func testRelocation(t *testing.T, ctx context.Context) {
 				}
 			}
 			mu.Unlock()
-			last, lastAt = ep, now
+			lastReady, lastAt = ready, now
 		}
 	}()
 	probe := &harness.Probe{URL: moverURL, Rate: 3}

@@ -307,8 +307,9 @@ func testTable(t *testing.T, _ context.Context) {
 // disrupt runs the probe for 5 s, then action (given the singleton's node; it returns
 // when the disruption's command returned), keeps probing until the Deployment is back to
 // one available up-to-date pod and the old pod is gone plus 3 s, and returns the figures.
-// The probe sends one new connection 3 times a second through the service stand-in; the
-// endpoint it would pick is sampled every 20 ms, and the time it had none is summed.
+// The probe sends one new connection 3 times a second through the service stand-in, which
+// picks each one's endpoint at random among the Ready ones, as kube-proxy does; the set it
+// picks from is sampled every 20 ms, and the time it had no Ready endpoint is summed.
 func disrupt(t *testing.T, ctx context.Context, name string, action func(nodeName string) (string, error)) row {
 	t.Helper()
 	old := onePod(t, ctx)
@@ -320,7 +321,8 @@ func disrupt(t *testing.T, ctx context.Context, name string, action func(nodeNam
 	var began time.Time
 	go func() {
 		defer close(watchDone)
-		last, lastAt := n.Endpoint(appNS, appName, "http"), time.Now()
+		addrs, lastReady := n.Endpoints(appNS, appName, "http")
+		last, lastAt := node.EndpointsString(addrs, lastReady), time.Now()
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -330,16 +332,17 @@ func disrupt(t *testing.T, ctx context.Context, name string, action func(nodeNam
 			case <-tick.C:
 			}
 			now := time.Now()
-			ep := n.Endpoint(appNS, appName, "http")
+			addrs, ready := n.Endpoints(appNS, appName, "http")
+			ep := node.EndpointsString(addrs, ready)
 			mu.Lock()
-			if last == "" {
+			if !lastReady {
 				unready += now.Sub(lastAt)
 			}
 			if ep != last {
-				transitions = append(transitions, fmt.Sprintf("%s: %q → %q", rel(began, now), last, ep))
+				transitions = append(transitions, fmt.Sprintf("%s: %s → %s (slices: %s)", rel(began, now), last, ep, n.EndpointsDetail(appNS, appName)))
 			}
 			mu.Unlock()
-			last, lastAt = ep, now
+			last, lastReady, lastAt = ep, ready, now
 		}
 	}()
 	probe := &harness.Probe{URL: url, Rate: 3}
@@ -416,17 +419,17 @@ func disrupt(t *testing.T, ctx context.Context, name string, action func(nodeNam
 	return r
 }
 
-// logWebhookReplica logs which control replica leads and which one the service stand-in
-// sends the API server's webhook calls to (the first Ready endpoint of the webhook Service),
-// and checks that every replica, asked directly, holds a dry-run eviction of the protected
+// logWebhookReplica logs which control replica leads and the endpoints the service stand-in
+// picks the API server's webhook calls from (at random among the webhook Service's Ready
+// endpoints, as kube-proxy does: every replica gets calls), and checks that every replica, asked directly, holds a dry-run eviction of the protected
 // pod.
 func logWebhookReplica(t *testing.T, ctx context.Context) {
 	t.Helper()
 	holder, _ := kubectl(ctx, "get", "lease", "-n", namespace, "910c37cf.tightlinesoftware.com", "-o", "jsonpath={.spec.holderIdentity}")
-	ep := n.Endpoint(namespace, release+"-webhook", "https")
+	ep := node.EndpointsString(n.Endpoints(namespace, release+"-webhook", "https"))
 	pods, _ := kubectl(ctx, "get", "pods", "-n", namespace, "-l", "app.kubernetes.io/component=control", "-o",
 		"custom-columns=NAME:.metadata.name,IP:.status.podIP,NODE:.spec.nodeName,START:.status.startTime")
-	t.Logf("leader %q; webhook calls go to %s; control pods:\n%s", holder, ep, pods)
+	t.Logf("leader %q; webhook calls picked at random among %s; control pods:\n%s", holder, ep, pods)
 	// Each replica's own answer to a dry-run eviction of the singleton's pod, asked
 	// directly on its pod IP (a dry run records nothing and starts no surge).
 	var l corev1.PodList
@@ -438,8 +441,8 @@ func logWebhookReplica(t *testing.T, ctx context.Context) {
 		ans := askEviction(ctx, cp.Status.PodIP, p)
 		t.Logf("replica %s (%s) answers a dry-run eviction of %s: %s", cp.Name, cp.Status.PodIP, p.Name, ans)
 		if !strings.Contains(ans, "held by Understudy "+appNS+"/guard") {
-			// Leader or not: the API server's call may reach any replica (kube-proxy picks
-			// at random; the stand-in the first Ready endpoint).
+			// Leader or not: the API server's call may reach any replica (kube-proxy and
+			// the stand-in pick one at random per connection).
 			t.Errorf("replica %s does not hold the eviction of the protected pod %s", cp.Name, p.Name)
 			logs, _ := kubectl(ctx, "logs", "-n", namespace, cp.Name, "-c", "ballast-control")
 			var keep []string
